@@ -1,0 +1,113 @@
+package jobs
+
+// Code is a stable error code. Codes are API: clients, the CLI's exit paths and dashboards match
+// on them, so a code is never renamed or reused.
+type Code string
+
+// RetryClass says what the queue does with an attempt that failed with a code.
+type RetryClass string
+
+const (
+	// Terminal: dead-lettered on the attempt it happened; the remaining attempts are unspent.
+	Terminal RetryClass = "terminal"
+	// RetryAfter: retried at the time the error names (Error.RetryAfter), clamped by the policy's
+	// MaxDelay. Still an attempt, still under the ceiling.
+	RetryAfter RetryClass = "retry-after"
+	// Retryable: the policy's backoff schedule.
+	Retryable RetryClass = "retryable"
+	// Unclassified: the backoff schedule, exactly like Retryable. Most codes are unclassified,
+	// and reading that as terminal would stop every transient retry in every app.
+	Unclassified RetryClass = "unclassified"
+)
+
+// The engine's codes. Each is declared once, in the table below, with its class and meaning.
+const (
+	CodeStepDuplicate            Code = "X_STEP_DUPLICATE"
+	CodeReplayDiverged           Code = "X_REPLAY_DIVERGED"
+	CodeJobIdempotencyRequired   Code = "X_JOB_IDEMPOTENCY_REQUIRED"
+	CodeJobTenantRequired        Code = "X_JOB_TENANT_REQUIRED"
+	CodeJobDefinition            Code = "X_JOB_DEFINITION"
+	CodeJobUnknown               Code = "X_JOB_UNKNOWN"
+	CodeJobMaxAttempts           Code = "X_JOB_MAX_ATTEMPTS"
+	CodeAborted                  Code = "X_ABORTED"
+	CodeJobLeaseLost             Code = "X_JOB_LEASE_LOST"
+	CodeJobSlotLost              Code = "X_JOB_SLOT_LOST"
+	CodeJobNotCancellable        Code = "X_JOB_NOT_CANCELLABLE"
+	CodeJobNotRetryable          Code = "X_JOB_NOT_RETRYABLE"
+	CodeJobConcurrencyUnenforced Code = "X_JOB_CONCURRENCY_UNENFORCEABLE"
+	CodeRunNotFound              Code = "X_RUN_NOT_FOUND"
+	CodeStepNotFound             Code = "X_STEP_NOT_FOUND"
+	CodeTimeout                  Code = "X_TIMEOUT"
+	CodeStepTimeout              Code = "X_STEP_TIMEOUT"
+	CodeEncoding                 Code = "X_ENCODING"
+	CodePayloadTooLarge          Code = "X_PAYLOAD_TOO_LARGE"
+	CodeBadRequest               Code = "X_BAD_REQUEST"
+	CodeUnauthorized             Code = "X_UNAUTHORIZED"
+	CodeRateLimited              Code = "X_RATE_LIMITED"
+	CodeOverloaded               Code = "X_OVERLOADED"
+	CodeDraining                 Code = "X_DRAINING"
+	CodeDriverUnavailable        Code = "X_DRIVER_UNAVAILABLE"
+	CodeStoreUnavailable         Code = "X_STORE_UNAVAILABLE"
+	CodeCommitUnknown            Code = "X_COMMIT_UNKNOWN"
+	CodeInvariant                Code = "X_INVARIANT"
+	CodeInternal                 Code = "X_INTERNAL"
+)
+
+// CodeInfo is one row of the registry.
+type CodeInfo struct {
+	Code    Code       `json:"code"`
+	Class   RetryClass `json:"class"`
+	Meaning string     `json:"meaning"`
+}
+
+// codeTable is the one registry of every code the engine itself raises. Apps add the retry class
+// of their own codes with RegisterErrorRetry.
+var codeTable = []CodeInfo{
+	{CodeStepDuplicate, Terminal, "the same durable-call name was used twice in one run: a code bug, never a silent overwrite"},
+	{CodeReplayDiverged, Terminal, "the code's durable calls no longer match the recorded history; the run is blocked until a fixed deploy and a retry"},
+	{CodeJobIdempotencyRequired, Terminal, "an untyped enqueue named no idempotency key"},
+	{CodeJobTenantRequired, Terminal, "a job definition or an untyped enqueue named neither a tenant nor 'no tenant'"},
+	{CodeJobDefinition, Terminal, "a job definition holds a value the engine refuses (0 attempts, a non-positive duration, concurrency 0, …)"},
+	{CodeJobUnknown, Retryable, "no job of that name is registered on this worker"},
+	{CodeJobMaxAttempts, Terminal, "retries exhausted; the run was dead-lettered"},
+	{CodeAborted, Terminal, "a cancelled or timed-out attempt tried to write to the run"},
+	{CodeJobLeaseLost, Retryable, "the run was cancelled, or its lease lapsed and it was handed to another worker, while this worker still ran it"},
+	{CodeJobSlotLost, Retryable, "the fleet concurrency slot this run held lapsed and was taken by another worker"},
+	{CodeJobNotCancellable, Terminal, "cancel reached a run that already finished"},
+	{CodeJobNotRetryable, Terminal, "retry reached a run that is neither dead-lettered nor blocked"},
+	{CodeJobConcurrencyUnenforced, Terminal, "a job declares fleet concurrency and the store has no lease rows to enforce it"},
+	{CodeRunNotFound, Terminal, "no run has that id"},
+	{CodeStepNotFound, Terminal, "retry-from-step named a step the run's history does not hold"},
+	{CodeTimeout, Retryable, "the attempt passed the job's timeout; its context was cancelled first"},
+	{CodeStepTimeout, Retryable, "a step passed the job's stepTimeout; its context was cancelled first"},
+	{CodeEncoding, Terminal, "a value could not be encoded or decoded (msgpack/JSON)"},
+	{CodePayloadTooLarge, Terminal, "an input, output or event payload is over the size limit"},
+	{CodeBadRequest, Terminal, "a request was malformed"},
+	{CodeUnauthorized, Terminal, "a request carried no valid bearer token"},
+	{CodeRateLimited, RetryAfter, "the callee asked to be called again later"},
+	{CodeOverloaded, RetryAfter, "the callee is overloaded and named when to come back"},
+	{CodeDraining, Retryable, "the process is shutting down"},
+	{CodeDriverUnavailable, Terminal, "no database is configured or reachable for the chosen store"},
+	{CodeStoreUnavailable, Retryable, "the store failed or could not be reached"},
+	{CodeCommitUnknown, Retryable, "a commit was sent and its outcome is unknown (the connection was lost)"},
+	{CodeInvariant, Terminal, "an internal invariant does not hold; a bug"},
+	{CodeInternal, Retryable, "an unexpected internal error"},
+}
+
+// Codes returns the registry: every engine code with its class and meaning, in a stable order.
+func Codes() []CodeInfo {
+	out := make([]CodeInfo, len(codeTable))
+	copy(out, codeTable)
+	return out
+}
+
+// Describe returns the registry row of c; ok is false for a code the engine does not declare.
+func Describe(c Code) (CodeInfo, bool) {
+	for _, row := range codeTable {
+		if row.Code == c {
+			row.Class = ClassOf(c)
+			return row, true
+		}
+	}
+	return CodeInfo{}, false
+}

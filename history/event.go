@@ -1,0 +1,247 @@
+// Package history defines the events of a run's history: the append-only log from which a
+// worker rebuilds a run by replaying it. It owns the event kinds, their payloads, the msgpack
+// codec, and the dump format (JSON lines) that an operator reads and a test replays.
+//
+// history knows nothing about storage: a store keeps an Event as (run, seq, kind, name, at, data)
+// and never looks inside Data.
+package history
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Kind names an event type. The string is what stores and dumps keep, so it never changes.
+type Kind string
+
+// Every kind of event a history holds. Each has one payload type below.
+const (
+	KindRunStarted        Kind = "RunStarted"
+	KindStepCompleted     Kind = "StepCompleted"
+	KindTimerStarted      Kind = "TimerStarted"
+	KindTimerFired        Kind = "TimerFired"
+	KindEventWaitStarted  Kind = "EventWaitStarted"
+	KindEventReceived     Kind = "EventReceived"
+	KindEventWaitTimedOut Kind = "EventWaitTimedOut"
+	KindAttemptFailed     Kind = "AttemptFailed"
+	KindRunBlocked        Kind = "RunBlocked"
+	KindRunRetried        Kind = "RunRetried"
+	KindRunCompleted      Kind = "RunCompleted"
+	KindRunFailed         Kind = "RunFailed"
+	KindRunCancelled      Kind = "RunCancelled"
+)
+
+// Event is one entry of a run's history. Seq is contiguous from 1 within a run. Name is the
+// durable call's name for the kinds that have one (steps, timers, waits), so a store can show a
+// trace without decoding Data.
+type Event struct {
+	Seq  int64     `json:"seq"`
+	Kind Kind      `json:"kind"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
+	Data []byte    `json:"-"`
+}
+
+// Payload is implemented by every event payload type.
+type Payload interface {
+	Kind() Kind
+	// name is the durable call's name, or "" for kinds without one.
+	name() string
+}
+
+// RunStarted is always seq 1: what was enqueued.
+type RunStarted struct {
+	Job        string `msgpack:"job"`
+	Queue      string `msgpack:"queue"`
+	Input      []byte `msgpack:"input"`
+	Key        string `msgpack:"key"`
+	Tenant     string `msgpack:"tenant,omitempty"`
+	NoTenant   bool   `msgpack:"no_tenant,omitempty"`
+	EnqueuedBy string `msgpack:"enqueued_by,omitempty"`
+}
+
+// StepCompleted records a step's output; replay returns it instead of running the step.
+type StepCompleted struct {
+	StepName string `msgpack:"name"`
+	Output   []byte `msgpack:"output"`
+}
+
+// TimerStarted records a durable sleep and when it wakes.
+type TimerStarted struct {
+	TimerName string    `msgpack:"name"`
+	WakeAt    time.Time `msgpack:"wake_at"`
+}
+
+// TimerFired records that a sleep's time came.
+type TimerFired struct {
+	TimerName string `msgpack:"name"`
+}
+
+// EventWaitStarted records a wait for a published event whose fields equal Match.
+type EventWaitStarted struct {
+	WaitName  string    `msgpack:"name"`
+	Event     string    `msgpack:"event"`
+	Match     []string  `msgpack:"match,omitempty"` // canonical "field=value" pairs, sorted
+	TimeoutAt time.Time `msgpack:"timeout_at"`
+}
+
+// EventReceived records the event a wait received.
+type EventReceived struct {
+	WaitName string `msgpack:"name"`
+	EventID  string `msgpack:"event_id"`
+	Payload  []byte `msgpack:"payload"`
+}
+
+// EventWaitTimedOut records that a wait's timeout came first.
+type EventWaitTimedOut struct {
+	WaitName string `msgpack:"name"`
+}
+
+// Stop reasons, on AttemptFailed and RunFailed.
+const (
+	StopTerminal          = "terminal"
+	StopAttemptsExhausted = "attempts-exhausted"
+)
+
+// AttemptFailed records one failed attempt. Stop is empty when the run will be retried at
+// RetryAt, else why it stopped.
+type AttemptFailed struct {
+	Attempt int       `msgpack:"attempt"`
+	Code    string    `msgpack:"code,omitempty"`
+	Error   string    `msgpack:"error"`
+	Step    string    `msgpack:"step,omitempty"`
+	Stop    string    `msgpack:"stop,omitempty"`
+	RetryAt time.Time `msgpack:"retry_at,omitempty"`
+}
+
+// RunBlocked records that the code no longer replays this history (X_REPLAY_DIVERGED, say). The
+// run waits for a fixed deploy and an operator's retry instead of failing.
+type RunBlocked struct {
+	Code  string `msgpack:"code"`
+	Error string `msgpack:"error"`
+}
+
+// RunRetried is an operator's retry of a dead or blocked run: who, why, and from which step.
+// When FromSeq > 0, replay discards the events from FromSeq up to this one, so the steps from
+// FromStep on run again; the discarded events stay in the log as the audit trail.
+type RunRetried struct {
+	FromStep string `msgpack:"from_step,omitempty"`
+	FromSeq  int64  `msgpack:"from_seq,omitempty"`
+	By       string `msgpack:"by,omitempty"`
+	Reason   string `msgpack:"reason,omitempty"`
+}
+
+// RunCompleted records the run's result.
+type RunCompleted struct {
+	Result []byte `msgpack:"result"`
+}
+
+// RunFailed records that the run was dead-lettered.
+type RunFailed struct {
+	Attempt int    `msgpack:"attempt"`
+	Code    string `msgpack:"code,omitempty"`
+	Error   string `msgpack:"error"`
+	Stop    string `msgpack:"stop"`
+}
+
+// RunCancelled records a cancellation and its reason.
+type RunCancelled struct {
+	Reason string `msgpack:"reason,omitempty"`
+}
+
+func (RunStarted) Kind() Kind        { return KindRunStarted }
+func (StepCompleted) Kind() Kind     { return KindStepCompleted }
+func (TimerStarted) Kind() Kind      { return KindTimerStarted }
+func (TimerFired) Kind() Kind        { return KindTimerFired }
+func (EventWaitStarted) Kind() Kind  { return KindEventWaitStarted }
+func (EventReceived) Kind() Kind     { return KindEventReceived }
+func (EventWaitTimedOut) Kind() Kind { return KindEventWaitTimedOut }
+func (AttemptFailed) Kind() Kind     { return KindAttemptFailed }
+func (RunBlocked) Kind() Kind        { return KindRunBlocked }
+func (RunRetried) Kind() Kind        { return KindRunRetried }
+func (RunCompleted) Kind() Kind      { return KindRunCompleted }
+func (RunFailed) Kind() Kind         { return KindRunFailed }
+func (RunCancelled) Kind() Kind      { return KindRunCancelled }
+
+func (RunStarted) name() string          { return "" }
+func (p StepCompleted) name() string     { return p.StepName }
+func (p TimerStarted) name() string      { return p.TimerName }
+func (p TimerFired) name() string        { return p.TimerName }
+func (p EventWaitStarted) name() string  { return p.WaitName }
+func (p EventReceived) name() string     { return p.WaitName }
+func (p EventWaitTimedOut) name() string { return p.WaitName }
+func (p AttemptFailed) name() string     { return p.Step }
+func (RunBlocked) name() string          { return "" }
+func (p RunRetried) name() string        { return p.FromStep }
+func (RunCompleted) name() string        { return "" }
+func (RunFailed) name() string           { return "" }
+func (RunCancelled) name() string        { return "" }
+
+// New encodes p as an event at time at. Seq is left 0: the store assigns it on append.
+func New(at time.Time, p Payload) Event {
+	data, err := msgpack.Marshal(p)
+	if err != nil {
+		// Payload types are plain structs of encodable fields; failing here is a bug in this
+		// package, not bad input.
+		panic(fmt.Sprintf("history: encode %s: %v", p.Kind(), err))
+	}
+	return Event{Kind: p.Kind(), Name: p.name(), At: at.UTC(), Data: data}
+}
+
+// Decode returns the event's payload as its concrete type (a value, not a pointer).
+func (e Event) Decode() (Payload, error) {
+	var p Payload
+	var err error
+	switch e.Kind {
+	case KindRunStarted:
+		p, err = decodeAs[RunStarted](e.Data)
+	case KindStepCompleted:
+		p, err = decodeAs[StepCompleted](e.Data)
+	case KindTimerStarted:
+		p, err = decodeAs[TimerStarted](e.Data)
+	case KindTimerFired:
+		p, err = decodeAs[TimerFired](e.Data)
+	case KindEventWaitStarted:
+		p, err = decodeAs[EventWaitStarted](e.Data)
+	case KindEventReceived:
+		p, err = decodeAs[EventReceived](e.Data)
+	case KindEventWaitTimedOut:
+		p, err = decodeAs[EventWaitTimedOut](e.Data)
+	case KindAttemptFailed:
+		p, err = decodeAs[AttemptFailed](e.Data)
+	case KindRunBlocked:
+		p, err = decodeAs[RunBlocked](e.Data)
+	case KindRunRetried:
+		p, err = decodeAs[RunRetried](e.Data)
+	case KindRunCompleted:
+		p, err = decodeAs[RunCompleted](e.Data)
+	case KindRunFailed:
+		p, err = decodeAs[RunFailed](e.Data)
+	case KindRunCancelled:
+		p, err = decodeAs[RunCancelled](e.Data)
+	default:
+		return nil, fmt.Errorf("history: event %d has unknown kind %q", e.Seq, e.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: decode event %d (%s): %w", e.Seq, e.Kind, err)
+	}
+	return p, nil
+}
+
+func decodeAs[T Payload](data []byte) (Payload, error) {
+	var v T
+	err := msgpack.Unmarshal(data, &v)
+	return v, err
+}
+
+var kinds = map[Kind]bool{
+	KindRunStarted: true, KindStepCompleted: true, KindTimerStarted: true, KindTimerFired: true,
+	KindEventWaitStarted: true, KindEventReceived: true, KindEventWaitTimedOut: true,
+	KindAttemptFailed: true, KindRunBlocked: true, KindRunRetried: true, KindRunCompleted: true,
+	KindRunFailed: true, KindRunCancelled: true,
+}
+
+// Known reports whether k is a kind this version understands.
+func Known(k Kind) bool { return kinds[k] }

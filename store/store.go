@@ -1,0 +1,353 @@
+// Package store is the engine's persistence, shaped by the run's state transitions (create with
+// idempotency, claim, apply a worker's commands, heartbeat, fire timers, publish, cancel, retry,
+// inspect) rather than by tables. Backends: store/memory (the reference model), store/sqlite
+// (the embedded default) and store/postgres. store/storetest is the one conformance suite every
+// backend runs unchanged.
+//
+// A store holds no business rules: the engine decides what a command means and hands the store
+// the events to append and the transition to make; the store makes both in ONE transaction,
+// behind a fence check, and assigns sequence numbers. The few rules that must sit inside that
+// transaction to be race-free (idempotency, fencing, matching an event to waits, "a wake-up ends
+// the suspension") are spelled out on the methods below, and storetest holds every backend to them.
+//
+// Time is always passed in (Now fields), never read from the database's clock, so an injected
+// clock drives every backend the same way.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs/history"
+)
+
+// State is a run's state.
+type State string
+
+const (
+	StateReady     State = "ready"     // claimable now
+	StateDelayed   State = "delayed"   // claimable when its timer fires (a retry backoff, a delayed enqueue)
+	StateRunning   State = "running"   // claimed by a worker under a lease
+	StateSuspended State = "suspended" // parked on a sleep or an event wait
+	StateBlocked   State = "blocked"   // the code no longer replays its history; waits for a retry
+	StateCompleted State = "completed"
+	StateFailed    State = "failed" // dead-lettered
+	StateCancelled State = "cancelled"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{StateReady, StateDelayed, StateRunning, StateSuspended, StateBlocked,
+	StateCompleted, StateFailed, StateCancelled}
+
+// Live reports whether s holds the run's idempotency key: a second enqueue with the same key
+// while the run is live returns this run.
+func (s State) Live() bool {
+	return s == StateReady || s == StateDelayed || s == StateRunning || s == StateSuspended
+}
+
+// Finished reports whether s is final: completed, failed or cancelled. (A failed run can still be
+// retried by an operator; it is finished until then.)
+func (s State) Finished() bool {
+	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Run is a run's row: its current state, derived from its history and kept beside it.
+type Run struct {
+	ID         string
+	Job        string
+	Queue      string
+	Key        string // idempotency key
+	Tenant     string
+	NoTenant   bool
+	EnqueuedBy string
+	Input      []byte
+	State      State
+	// Attempt is the number of the current (or next) attempt, from 1.
+	Attempt int
+	// Fence is bumped by every claim; a worker's writes carry the fence it claimed with.
+	Fence int64
+	// WorkerID is the worker that holds the run (running) or that keeps it parked in its sticky
+	// cache (suspended, or ready after a wake-up); "" otherwise.
+	WorkerID   string
+	LeaseUntil time.Time
+	// ReadyAt is when the run last became ready; the sticky window runs from it.
+	ReadyAt time.Time
+	// LastSeq is the seq of the run's newest history event.
+	LastSeq    int64
+	Result     []byte
+	ErrorCode  string
+	Error      string
+	StopReason string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Timer is a durable timer of one run. When it fires (its run being suspended or delayed), the
+// store appends Fire (if set) and makes the run ready. Key is unique per run.
+type Timer struct {
+	Key   string
+	DueAt time.Time
+	Fire  *history.Event
+}
+
+// Wait is a run's wait for a published event: an event named Event whose field pairs include
+// every pair of Match (canonical "field=value" strings, sorted; see history.MatchKeys).
+type Wait struct {
+	Name  string
+	Event string
+	Match []string
+	// LookbackFrom: an event published at or after this time, matching and not yet delivered to
+	// this run, is delivered at once instead of registering the wait.
+	LookbackFrom time.Time
+}
+
+// CreateRunParams creates one run. Run.ID, Job, Queue, Key, State (ready or delayed), ReadyAt and
+// CreatedAt are set by the caller; Started is the RunStarted event (seq 1). A delayed run has
+// Timer set.
+type CreateRunParams struct {
+	Run     Run
+	Started history.Event
+	Timer   *Timer
+}
+
+// CreateRunResult is one run created or found.
+type CreateRunResult struct {
+	Run Run
+	// Deduped is true when a live run with the same (Job, Key) existed; Run is that run and
+	// nothing was written.
+	Deduped bool
+}
+
+// ClaimParams claims up to Limit ready runs of Queues for WorkerID.
+type ClaimParams struct {
+	WorkerID   string
+	Queues     []string
+	Limit      int
+	Now        time.Time
+	LeaseUntil time.Time
+	// StickyBefore: a ready run whose WorkerID is another worker's is claimable only if its
+	// ReadyAt is at or before this time (the sticky window has passed). Runs whose WorkerID is
+	// the claimer's, or "", are always claimable.
+	StickyBefore time.Time
+}
+
+// Transition is what a worker's commands make of a running run. The zero value leaves it running
+// (a completed step).
+type Transition struct {
+	// State is the new state; "" keeps StateRunning.
+	State State
+	// Attempt, when > 0, becomes the run's attempt number.
+	Attempt int
+	// Result is set on completion.
+	Result []byte
+	// ErrorCode, Error and StopReason, when any is set, replace the run's last error.
+	ErrorCode  string
+	Error      string
+	StopReason string
+	// Timers are armed (a sleep's wake-up, a wait's timeout, a retry's backoff).
+	Timers []Timer
+	// Wait is registered (see Wait.LookbackFrom: it may be satisfied at once).
+	Wait *Wait
+	// Sticky keeps WorkerID on a suspended run: the worker holds it parked and gets first call on
+	// its wake-up. Otherwise WorkerID is cleared when the run leaves StateRunning.
+	Sticky bool
+	// ReadyAt is set when State is StateReady (a claim handed back).
+	ReadyAt time.Time
+}
+
+// Mutation is one worker write: events to append and a transition, under the claim's fence.
+type Mutation struct {
+	RunID  string
+	Fence  int64
+	Now    time.Time
+	Events []history.Event
+	Transition
+}
+
+// MutationResult is the outcome of one Mutation.
+type MutationResult struct {
+	// Err is nil, or a *jobs.Error: X_ABORTED when the run was cancelled, X_JOB_LEASE_LOST when
+	// the fence is stale or the run is no longer running, X_RUN_NOT_FOUND.
+	Err error
+	// Appended are the events written, with their seqs. When a wait was satisfied at once from
+	// the lookback window, they end with EventReceived and the run stays running.
+	Appended []history.Event
+	// Run is the run's row after the mutation.
+	Run Run
+}
+
+// Lease is one claim a worker still holds.
+type Lease struct {
+	RunID string
+	Fence int64
+}
+
+// HeartbeatParams renews leases.
+type HeartbeatParams struct {
+	WorkerID   string
+	Leases     []Lease
+	Now        time.Time
+	LeaseUntil time.Time
+}
+
+// Woken is a run that became ready, so a poller of its queue (or its sticky worker) can be woken.
+type Woken struct {
+	RunID    string
+	Queue    string
+	WorkerID string
+}
+
+// PublishParams publishes one event.
+type PublishParams struct {
+	ID      string
+	Name    string
+	Payload []byte
+	// Fields are the payload's canonical field pairs, sorted (history.FieldKeys).
+	Fields []string
+	Now    time.Time
+}
+
+// PublishResult says what a publish did.
+type PublishResult struct {
+	// Delivered are the runs whose waits received the event.
+	Delivered []Woken
+}
+
+// RetryParams reopens a failed or blocked run. Event is the RunRetried event to append.
+type RetryParams struct {
+	RunID string
+	Event history.Event
+	Now   time.Time
+}
+
+// ListParams filters ListRuns. Empty fields do not filter. Runs are returned newest first;
+// Before (a run id) pages backwards.
+type ListParams struct {
+	Queue  string
+	State  State
+	Job    string
+	Tenant string
+	Before string
+	Limit  int
+}
+
+// QueueStats is one queue's depth by state.
+type QueueStats struct {
+	Queue  string
+	Counts map[State]int
+	// OldestReady is the ReadyAt of the oldest ready run; zero when none is ready.
+	OldestReady time.Time
+}
+
+// SlotParams acquires or renews a fleet concurrency slot: at most Limit holders of Key at once,
+// each slot expiring at Until unless renewed. Holder is the run id.
+type SlotParams struct {
+	Key    string
+	Limit  int
+	Holder string
+	Now    time.Time
+	Until  time.Time
+}
+
+// Store is the persistence of the engine. All methods are safe for concurrent use, from any
+// number of processes sharing the backend (where the backend is shareable).
+type Store interface {
+	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
+	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
+	// concurrent creates with the same (Job, Key) create exactly one run.
+	RunCreate(ctx context.Context, runs []CreateRunParams) ([]CreateRunResult, error)
+
+	// RunClaim claims ready runs, oldest ReadyAt first: each becomes running, its Fence is bumped,
+	// WorkerID and LeaseUntil are set. A run is claimed by exactly one concurrent claimer.
+	RunClaim(ctx context.Context, p ClaimParams) ([]Run, error)
+
+	// RunApply applies mutations, ideally in one transaction (group commit). Each is checked on
+	// its own: it applies only if its run is running with the same Fence; a refused mutation does
+	// not stop the others. The results are in the order of the mutations. When the whole call
+	// fails (the store is unreachable), it returns an error and the caller cannot know which
+	// mutations committed — the engine recovers by reading the history.
+	//
+	// On a mutation with Transition.Wait: the store looks for a published event named Wait.Event,
+	// at or after LookbackFrom, whose Fields include Wait.Match and which was not yet delivered to
+	// this run (the earliest such). If there is one, it appends EventReceived for it after the
+	// mutation's events, records the delivery, arms none of the mutation's timers and the run
+	// stays running. Otherwise the wait is registered and the transition applies. This check and
+	// RunPublish are serialised per event name, so an event published while a wait is being
+	// registered is delivered exactly once, never lost.
+	RunApply(ctx context.Context, ms []Mutation) ([]MutationResult, error)
+
+	// RunHeartbeat extends the leases still held (running, same fence) to LeaseUntil, in one
+	// statement. The result has one entry per lease: nil, X_ABORTED (cancelled), X_JOB_LEASE_LOST
+	// (stale fence, lease lapsed and reclaimed, or no longer running) or X_RUN_NOT_FOUND.
+	RunHeartbeat(ctx context.Context, p HeartbeatParams) ([]error, error)
+
+	// RunGet returns a run, or X_RUN_NOT_FOUND.
+	RunGet(ctx context.Context, id string) (Run, error)
+
+	// RunList lists runs, newest first.
+	RunList(ctx context.Context, p ListParams) ([]Run, error)
+
+	// RunCancel cancels a run: from any live state or blocked, it becomes cancelled at once,
+	// event (RunCancelled) is appended, its timers and waits are removed, and a worker holding it
+	// is refused (X_ABORTED) on its next write or heartbeat. A finished run: X_JOB_NOT_CANCELLABLE.
+	RunCancel(ctx context.Context, id string, event history.Event, now time.Time) (Run, error)
+
+	// RunRetry reopens a failed or blocked run: it becomes ready with Attempt 1 and no error, and
+	// p.Event is appended. Any other state: X_JOB_NOT_RETRYABLE.
+	RunRetry(ctx context.Context, p RetryParams) (Run, error)
+
+	// RunExpireLeases makes runs whose lease lapsed before now ready again (WorkerID cleared), up
+	// to limit, and returns them.
+	RunExpireLeases(ctx context.Context, now time.Time, limit int) ([]Woken, error)
+
+	// HistoryRead returns the run's events with seq > afterSeq, in order, at most limit
+	// (limit ≤ 0: all). An unknown run: X_RUN_NOT_FOUND.
+	HistoryRead(ctx context.Context, runID string, afterSeq int64, limit int) ([]history.Event, error)
+
+	// TimerFire fires up to limit timers due at or before now, each in order of DueAt. For each
+	// timer whose run is suspended or delayed: Fire (if set) is appended, every timer and wait of
+	// the run is removed (a wake-up ends the suspension), and the run becomes ready (ReadyAt now).
+	// A timer whose run is in any other state is dropped. Two concurrent callers never fire one
+	// timer twice.
+	TimerFire(ctx context.Context, now time.Time, limit int) ([]Woken, error)
+
+	// TimerNext returns the earliest DueAt of any timer; ok is false when there is none.
+	TimerNext(ctx context.Context) (due time.Time, ok bool, err error)
+
+	// RunPublish stores the event (kept for the lookback window) and delivers it to every
+	// registered wait it matches: EventReceived is appended, the run's timers and waits are
+	// removed, the delivery is recorded and the run becomes ready.
+	RunPublish(ctx context.Context, p PublishParams) (PublishResult, error)
+
+	// EventPrune deletes published events older than before; it returns how many.
+	EventPrune(ctx context.Context, before time.Time) (int, error)
+
+	// QueueStats returns every queue's depth by state.
+	QueueStats(ctx context.Context) ([]QueueStats, error)
+
+	// SlotAcquire takes or renews a slot; false when Limit other holders hold unexpired slots.
+	SlotAcquire(ctx context.Context, p SlotParams) (bool, error)
+
+	// SlotRelease gives a slot back.
+	SlotRelease(ctx context.Context, key, holder string) error
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Signal is a notification from another process sharing the store.
+type Signal struct {
+	// Queue is set when a run of that queue became ready; empty for a timer change.
+	Queue string
+	// Timer is true when a timer was armed, so timer services re-read the next due time.
+	Timer bool
+}
+
+// Notifier is implemented by stores shared between processes (Postgres: LISTEN/NOTIFY). The
+// engine wakes its own pollers in-process; a Notifier carries the same wake-ups across processes.
+// Notifications are best-effort: pollers and timer services also poll on a fallback interval.
+type Notifier interface {
+	// Subscribe delivers signals until ctx ends.
+	Subscribe(ctx context.Context) (<-chan Signal, error)
+}
