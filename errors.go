@@ -97,3 +97,5 @@ func ClassOf(c Code) RetryClass {
 	}
 	return Unclassified
 }
+
+func asError(err error, target **Error) bool { return errors.As(err, target) }

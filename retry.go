@@ -44,6 +44,12 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 }
 
 func (p RetryPolicy) validate() error {
+	if p.Backoff == "" {
+		p.Backoff = Exponential
+	}
+	if p.Delay == 0 {
+		p.Delay = time.Second
+	}
 	switch {
 	case p.Attempts < 1:
 		return Errorf(CodeJobDefinition, "retry attempts must be at least 1, got %d", p.Attempts)

@@ -37,11 +37,11 @@ const (
 // durable call's name for the kinds that have one (steps, timers, waits), so a store can show a
 // trace without decoding Data.
 type Event struct {
-	Seq  int64     `json:"seq"`
-	Kind Kind      `json:"kind"`
-	Name string    `json:"name,omitempty"`
-	At   time.Time `json:"at"`
-	Data []byte    `json:"-"`
+	Seq  int64     `json:"seq" msgpack:"seq"`
+	Kind Kind      `json:"kind" msgpack:"kind"`
+	Name string    `json:"name,omitempty" msgpack:"name,omitempty"`
+	At   time.Time `json:"at" msgpack:"at"`
+	Data []byte    `json:"-" msgpack:"data"`
 }
 
 // Payload is implemented by every event payload type.

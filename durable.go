@@ -1,0 +1,82 @@
+package jobs
+
+import (
+	"context"
+	"time"
+)
+
+// Step runs fn once ever per run and returns its result. The result is persisted before Step
+// returns, so a run that resumes after a crash, a sleep or a retry gets the recorded result back
+// without calling fn again. fn's context is cancelled with the run (and at the job's
+// StepTimeout); hand it to whatever fn calls.
+//
+// Names are the replay key: they must be deterministic and unique in a run. A name used twice is
+// X_STEP_DUPLICATE; a history whose recorded calls differ from the code's is X_REPLAY_DIVERGED.
+// fn may run more than once if the worker dies between running it and recording its result, so
+// write it idempotent.
+func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	var live T
+	ran := false
+	out, err := c.rt.Step(c, name, func(ctx context.Context) ([]byte, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := Encode(v)
+		if err != nil {
+			return nil, err
+		}
+		live, ran = v, true
+		return enc, nil
+	})
+	if err != nil {
+		return zero, err
+	}
+	if ran {
+		// The value fn returned, not its decoded copy: identical for data, and it keeps
+		// whatever msgpack cannot carry for the rest of this execution.
+		return live, nil
+	}
+	var v T
+	if err := Decode(out, &v); err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+// Sleep suspends the run for d, measured from when the run first reached this call. A suspended
+// run holds no worker: it is woken by the timer service, on any worker. Suspension is control
+// flow, never a failure, and spends no attempt.
+func Sleep(c *Ctx, name string, d time.Duration) error {
+	return c.rt.Sleep(c, name, d)
+}
+
+// SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s"); it suits a run
+// that sleeps for a given duration once.
+func SleepFor(c *Ctx, d time.Duration) error {
+	return c.rt.Sleep(c, "sleep:"+d.String(), d)
+}
+
+// Match selects events by equality of their top-level fields.
+type Match map[string]any
+
+// WaitForEvent suspends the run until an event named event whose fields equal match is
+// published, and returns its payload decoded as T with received true. When timeout passes first
+// it returns received false and no error: a timeout is an outcome, not a failure. An event
+// published shortly before the wait (within the engine's lookback window) still matches.
+func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration) (payload T, received bool, err error) {
+	var zero T
+	if timeout <= 0 {
+		return zero, false, Errorf(CodeBadRequest, "wait %q: timeout must be positive, got %s", name, timeout)
+	}
+	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout)
+	if err != nil || !ok {
+		return zero, false, err
+	}
+	var v T
+	if err := Decode(raw, &v); err != nil {
+		return zero, false, err
+	}
+	return v, true, nil
+}

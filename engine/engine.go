@@ -1,0 +1,334 @@
+// Package engine is the run lifecycle: it turns enqueues, a worker's commands, publishes, cancels
+// and retries into history events and state transitions, each committed with its events in one
+// store transaction. It implements frontend.Frontend for in-process workers and the client API
+// (enqueue, publish, cancel, retry, inspect) for applications, the HTTP API and the CLI.
+//
+// The engine holds no SQL and no per-run state in memory: every process sharing a store may run
+// one, and any of them may serve any run.
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/matching"
+	"github.com/ultimat3/jobs/signals"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/timers"
+)
+
+// Config configures an engine.
+type Config struct {
+	// Store is required.
+	Store store.Store
+	// Clock drives every decision by time. Defaults to the wall clock.
+	Clock clock.Clock
+	// Lease is the visibility window of a claim. Defaults to 30s.
+	Lease time.Duration
+	// StickyWindow is how long a woken run is offered only to the worker keeping it parked.
+	// Defaults to 2s.
+	StickyWindow time.Duration
+	// Lookback is how long a published event stays matchable by waits registered after it.
+	// Defaults to 5m.
+	Lookback time.Duration
+	// MaxPayload bounds inputs, step outputs, results and event payloads, encoded. Defaults to
+	// 1 MiB.
+	MaxPayload int
+	// Committers is how many group commits may be in flight at once. Defaults to 2: one
+	// transaction collects the next batch while the other waits for its fsync.
+	Committers int
+	// MaxBatch bounds the mutations of one group commit. Defaults to 512.
+	MaxBatch int
+	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
+	// at the store. Defaults to 1s.
+	PollFallback time.Duration
+	Logger       *slog.Logger
+}
+
+// Engine is the run lifecycle over a store.
+type Engine struct {
+	cfg      Config
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	matching *matching.Service
+	timers   *timers.Service
+	signals  *signals.Service
+	commits  chan *commitReq
+
+	mu      sync.Mutex
+	started bool
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+var _ frontend.Frontend = (*Engine)(nil)
+
+// New returns an engine; Start runs its services.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, jobs.Errorf(jobs.CodeDriverUnavailable, "engine: no store configured")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Lookback <= 0 {
+		cfg.Lookback = 5 * time.Minute
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = 1 << 20
+	}
+	if cfg.Committers <= 0 {
+		cfg.Committers = 2
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096)}
+	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
+		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
+	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
+		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger})
+	e.signals = signals.New(signals.Config{Store: cfg.Store, Clock: cfg.Clock, MaxPayload: cfg.MaxPayload, OnWake: e.woke})
+	return e, nil
+}
+
+// Start runs the committers, the timer service and, when the store is shared between processes,
+// the subscription to its notifications.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return nil
+	}
+	e.started = true
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.stop = cancel
+	for i := 0; i < e.cfg.Committers; i++ {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.commitLoop(runCtx)
+		}()
+	}
+	e.timers.Start()
+	if n, ok := e.store.(store.Notifier); ok {
+		sigs, err := n.Subscribe(runCtx)
+		if err != nil {
+			e.log.Warn("jobs.engine.notify-unavailable", "err", err)
+		} else {
+			e.wg.Add(1)
+			go func() {
+				defer e.wg.Done()
+				for s := range sigs {
+					if s.Timer {
+						e.timers.Kick()
+					}
+					if s.Queue != "" {
+						e.matching.Wake()
+					}
+				}
+			}()
+		}
+	}
+	return nil
+}
+
+// Stop stops the timer service and the committers (after the commits already queued).
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.started {
+		e.mu.Unlock()
+		return nil
+	}
+	e.started = false
+	e.mu.Unlock()
+	e.timers.Stop()
+	e.stop()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// Tick fires due timers and expires lapsed leases now; tests on a fake clock call it after
+// Advance to not depend on the timer service's scheduling.
+func (e *Engine) Tick(ctx context.Context) { e.timers.Tick(ctx, e.clock.Now()) }
+
+func (e *Engine) woke(w []store.Woken) {
+	if len(w) > 0 {
+		e.matching.Wake()
+	}
+}
+
+// Enqueue starts a run, or returns the live run holding the same (job, key).
+func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
+	if err := req.Validate(); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if len(req.Input) > e.cfg.MaxPayload {
+		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the limit is %d", req.Job, len(req.Input), e.cfg.MaxPayload)
+	}
+	if req.Queue == "" {
+		req.Queue = jobs.DefaultQueue
+	}
+	if len(req.Input) == 0 {
+		req.Input, _ = jobs.Encode(nil)
+	}
+	now := e.clock.Now()
+	run := store.Run{
+		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
+		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
+		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+	p := store.CreateRunParams{Run: run, Started: history.New(now, history.RunStarted{
+		Job: req.Job, Queue: req.Queue, Input: req.Input, Key: req.Key, Tenant: req.Tenant,
+		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy,
+	})}
+	if req.Delay > 0 {
+		p.Run.State = store.StateDelayed
+		p.Run.ReadyAt = now.Add(req.Delay)
+		p.Timer = &store.Timer{Key: "delay", DueAt: now.Add(req.Delay)}
+	}
+	res, err := e.store.RunCreate(ctx, []store.CreateRunParams{p})
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if !res[0].Deduped {
+		if p.Timer != nil {
+			e.timers.Kick()
+		} else {
+			e.matching.Wake()
+		}
+	}
+	return jobs.EnqueueResult{RunID: res[0].Run.ID, Deduped: res[0].Deduped}, nil
+}
+
+// PublishEvent publishes an event (payload msgpack-encoded, see jobs.Encode) to the runs
+// waiting for it.
+func (e *Engine) PublishEvent(ctx context.Context, name string, payload []byte) (signals.Published, error) {
+	return e.signals.Publish(ctx, name, payload)
+}
+
+// Publish encodes payload and publishes it.
+func (e *Engine) Publish(ctx context.Context, name string, payload any) (signals.Published, error) {
+	b, err := jobs.Encode(payload)
+	if err != nil {
+		return signals.Published{}, err
+	}
+	return e.signals.Publish(ctx, name, b)
+}
+
+// Cancel cancels a run (see signals.Service.Cancel).
+func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
+	return e.signals.Cancel(ctx, runID, reason)
+}
+
+// RetryRequest reopens a dead-lettered or blocked run.
+type RetryRequest struct {
+	RunID string `json:"runId"`
+	// FromStep, when set, re-runs from that step: the history before it is kept, the steps from
+	// it on run again. Empty: resume where the run stopped.
+	FromStep string `json:"fromStep,omitempty"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Retry reopens a failed or blocked run, recording who and why.
+func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error) {
+	ev := history.RunRetried{FromStep: req.FromStep, By: req.By, Reason: req.Reason}
+	if req.FromStep != "" {
+		events, err := e.store.HistoryRead(ctx, req.RunID, 0, 0)
+		if err != nil {
+			return store.Run{}, err
+		}
+		// The newest completion of that step in the effective history.
+		for _, ev2 := range events {
+			if ev2.Kind == history.KindStepCompleted && ev2.Name == req.FromStep {
+				ev.FromSeq = ev2.Seq
+			}
+		}
+		if ev.FromSeq == 0 {
+			return store.Run{}, jobs.Errorf(jobs.CodeStepNotFound, "run %s has no completed step %q", req.RunID, req.FromStep)
+		}
+	}
+	now := e.clock.Now()
+	run, err := e.store.RunRetry(ctx, store.RetryParams{RunID: req.RunID, Event: history.New(now, ev), Now: now})
+	if err == nil {
+		e.matching.Wake()
+	}
+	return run, err
+}
+
+// GetRun returns a run.
+func (e *Engine) GetRun(ctx context.Context, id string) (store.Run, error) {
+	return e.store.RunGet(ctx, id)
+}
+
+// ListRuns lists runs, newest first.
+func (e *Engine) ListRuns(ctx context.Context, p store.ListParams) ([]store.Run, error) {
+	return e.store.RunList(ctx, p)
+}
+
+// Poll implements frontend.Frontend.
+func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend.Task, error) {
+	runs, err := e.matching.Poll(ctx, matching.PollParams{WorkerID: req.WorkerID, Queues: req.Queues, Max: req.Max, Wait: req.Wait})
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]frontend.Task, len(runs))
+	for i, r := range runs {
+		tasks[i] = frontend.Task{RunID: r.ID, Job: r.Job, Queue: r.Queue, Fence: r.Fence, Attempt: r.Attempt,
+			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
+			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
+	}
+	return tasks, nil
+}
+
+// Heartbeat implements frontend.Frontend.
+func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	leases := make([]store.Lease, len(req.Leases))
+	for i, l := range req.Leases {
+		leases[i] = store.Lease{RunID: l.RunID, Fence: l.Fence}
+	}
+	now := e.clock.Now()
+	errs, err := e.store.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: req.WorkerID, Leases: leases, Now: now, LeaseUntil: now.Add(e.matching.Lease())})
+	if err != nil {
+		return frontend.HeartbeatResponse{}, err
+	}
+	codes := make([]string, len(errs))
+	for i, err := range errs {
+		if err != nil {
+			codes[i] = string(jobs.CodeOf(err))
+			if codes[i] == "" {
+				codes[i] = string(jobs.CodeInternal)
+			}
+		}
+	}
+	return frontend.HeartbeatResponse{Codes: codes}, nil
+}
+
+// History implements frontend.Frontend.
+func (e *Engine) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
+	return e.store.HistoryRead(ctx, runID, afterSeq, 0)
+}

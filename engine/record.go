@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Timer keys, one per purpose; a run has at most one timer of each at a time.
+const (
+	timerSleep = "sleep:"
+	timerWait  = "wait:"
+	timerRetry = "retry"
+	timerHand  = "release"
+)
+
+type commitReq struct {
+	m        store.Mutation
+	afterSeq int64
+	done     chan commitRes
+}
+
+type commitRes struct {
+	res store.MutationResult
+	err error
+}
+
+// Record implements frontend.Frontend: it turns a run's commands into events and a transition
+// and commits them in a group commit shared with other runs' records.
+func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	now := e.clock.Now()
+	m, err := e.mutation(req, now)
+	if err != nil {
+		return frontend.RecordResponse{}, err
+	}
+	r := &commitReq{m: m, afterSeq: req.AfterSeq, done: make(chan commitRes, 1)}
+	if req.Retry {
+		landed, err := e.landed(ctx, r)
+		if err != nil {
+			return frontend.RecordResponse{}, err
+		}
+		if landed != nil {
+			run, err := e.store.RunGet(ctx, req.RunID)
+			if err != nil {
+				return frontend.RecordResponse{}, err
+			}
+			return frontend.RecordResponse{Appended: landed, LastSeq: run.LastSeq, State: string(run.State)}, nil
+		}
+	}
+	e.mu.Lock()
+	started := e.started
+	e.mu.Unlock()
+	if !started {
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine is not running")
+	}
+	select {
+	case e.commits <- r:
+	case <-ctx.Done():
+		return frontend.RecordResponse{}, ctx.Err()
+	}
+	var out commitRes
+	select {
+	case out = <-r.done:
+	case <-ctx.Done():
+		// The commit may still land; the worker's retry (same AfterSeq) finds it through recovery.
+		return frontend.RecordResponse{}, jobs.Wrap(jobs.CodeCommitUnknown, ctx.Err(), "run %s", req.RunID)
+	}
+	if out.err != nil {
+		return frontend.RecordResponse{}, out.err
+	}
+	if out.res.Err != nil {
+		return frontend.RecordResponse{}, out.res.Err
+	}
+	if len(m.Timers) > 0 {
+		e.timers.Kick()
+	}
+	if m.State == store.StateReady {
+		e.matching.Wake()
+	}
+	return frontend.RecordResponse{Appended: out.res.Appended, LastSeq: out.res.Run.LastSeq, State: string(out.res.Run.State)}, nil
+}
+
+// mutation validates commands and builds the events and transition they mean.
+func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Mutation, error) {
+	m := store.Mutation{RunID: req.RunID, Fence: req.Fence, Now: now}
+	if len(req.Commands) == 0 {
+		return m, jobs.Errorf(jobs.CodeBadRequest, "record for run %s has no commands", req.RunID)
+	}
+	final := false
+	for i, c := range req.Commands {
+		if final {
+			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: command %d (%s) follows one that ends the claim", req.RunID, i, c.Kind)
+		}
+		if len(c.Output) > e.cfg.MaxPayload {
+			return m, jobs.Errorf(jobs.CodePayloadTooLarge, "run %s: %s %q output is %d bytes, the limit is %d", req.RunID, c.Kind, c.Name, len(c.Output), e.cfg.MaxPayload)
+		}
+		switch c.Kind {
+		case frontend.CmdStep:
+			if c.Name == "" {
+				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: a step needs a name", req.RunID)
+			}
+			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output}))
+		case frontend.CmdSleep:
+			final = true
+			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))
+			fired := history.New(c.WakeAt, history.TimerFired{TimerName: c.Name})
+			m.State, m.Sticky = store.StateSuspended, c.Sticky
+			m.Timers = append(m.Timers, store.Timer{Key: timerSleep + c.Name, DueAt: c.WakeAt, Fire: &fired})
+		case frontend.CmdWait:
+			final = true
+			if c.Event == "" {
+				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: wait %q names no event", req.RunID, c.Name)
+			}
+			m.Events = append(m.Events, history.New(now, history.EventWaitStarted{WaitName: c.Name, Event: c.Event, Match: c.Match, TimeoutAt: c.TimeoutAt}))
+			timedOut := history.New(c.TimeoutAt, history.EventWaitTimedOut{WaitName: c.Name})
+			m.State, m.Sticky = store.StateSuspended, c.Sticky
+			m.Timers = append(m.Timers, store.Timer{Key: timerWait + c.Name, DueAt: c.TimeoutAt, Fire: &timedOut})
+			m.Wait = &store.Wait{Name: c.Name, Event: c.Event, Match: c.Match, LookbackFrom: now.Add(-e.cfg.Lookback)}
+		case frontend.CmdComplete:
+			final = true
+			m.Events = append(m.Events, history.New(now, history.RunCompleted{Result: c.Output}))
+			m.State, m.Result = store.StateCompleted, c.Output
+		case frontend.CmdFail:
+			final = true
+			m.Events = append(m.Events, history.New(now, history.AttemptFailed{Attempt: c.Attempt, Code: c.Code,
+				Error: c.Error, Step: c.Step, Stop: c.Stop, RetryAt: c.RetryAt}))
+			m.ErrorCode, m.Error, m.StopReason = c.Code, c.Error, c.Stop
+			if c.Stop != "" {
+				m.Events = append(m.Events, history.New(now, history.RunFailed{Attempt: c.Attempt, Code: c.Code, Error: c.Error, Stop: c.Stop}))
+				m.State = store.StateFailed
+			} else {
+				m.State, m.Attempt = store.StateDelayed, c.Attempt+1
+				m.Timers = append(m.Timers, store.Timer{Key: timerRetry, DueAt: c.RetryAt})
+			}
+		case frontend.CmdBlock:
+			final = true
+			m.Events = append(m.Events, history.New(now, history.RunBlocked{Code: c.Code, Error: c.Error}))
+			m.State, m.ErrorCode, m.Error = store.StateBlocked, c.Code, c.Error
+		case frontend.CmdRelease:
+			final = true
+			if c.ReadyAt.After(now) {
+				m.State = store.StateDelayed
+				m.Timers = append(m.Timers, store.Timer{Key: timerHand, DueAt: c.ReadyAt})
+			} else {
+				m.State, m.ReadyAt = store.StateReady, now
+			}
+		default:
+			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: unknown command %q", req.RunID, c.Kind)
+		}
+	}
+	return m, nil
+}
+
+// commitLoop is one committer: it takes every record waiting and applies them in one store
+// call, so concurrent runs share a commit. While its transaction is in flight, new records queue
+// up for the next one: the batch grows with the load and costs no added latency at low load.
+func (e *Engine) commitLoop(ctx context.Context) {
+	batch := make([]*commitReq, 0, e.cfg.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-e.commits:
+			batch = append(batch, r)
+		case <-ctx.Done():
+			// Drain what was queued before the stop, so no caller waits forever.
+			for {
+				select {
+				case r := <-e.commits:
+					r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < e.cfg.MaxBatch {
+			select {
+			case r := <-e.commits:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		e.commit(context.WithoutCancel(ctx), batch)
+	}
+}
+
+func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
+	ms := make([]store.Mutation, len(batch))
+	for i, r := range batch {
+		ms[i] = r.m
+	}
+	results, err := e.store.RunApply(ctx, ms)
+	if err == nil {
+		for i, r := range batch {
+			r.done <- commitRes{res: results[i]}
+		}
+		return
+	}
+	// The batch's outcome is unknown: the transaction may have committed before the error
+	// reached us. Settle each record by reading its history rather than guessing, so a step is
+	// neither lost nor recorded twice.
+	e.log.Warn("jobs.commit.unknown", "records", len(batch), "err", err)
+	for _, r := range batch {
+		res, rerr := e.recover(ctx, r)
+		r.done <- commitRes{res: res, err: rerr}
+	}
+}
+
+// recover settles one record after a failed group commit: if its events are in the history after
+// the seq the worker knew, it committed; otherwise it is applied again, alone.
+func (e *Engine) recover(ctx context.Context, r *commitReq) (store.MutationResult, error) {
+	landed, err := e.landed(ctx, r)
+	if err != nil {
+		return store.MutationResult{}, jobs.Wrap(jobs.CodeCommitUnknown, err, "run %s: the commit's outcome is unknown and the history could not be read", r.m.RunID)
+	}
+	if landed != nil {
+		run, err := e.store.RunGet(ctx, r.m.RunID)
+		if err != nil {
+			return store.MutationResult{}, jobs.Wrap(jobs.CodeCommitUnknown, err, "run %s", r.m.RunID)
+		}
+		return store.MutationResult{Appended: landed, Run: run}, nil
+	}
+	results, err := e.store.RunApply(ctx, []store.Mutation{r.m})
+	if err != nil {
+		return store.MutationResult{}, jobs.Wrap(jobs.CodeCommitUnknown, err, "run %s: retrying the commit", r.m.RunID)
+	}
+	return results[0], nil
+}
+
+// landed returns the events of r as the history holds them after r.afterSeq, or nil when they
+// are not there.
+func (e *Engine) landed(ctx context.Context, r *commitReq) ([]history.Event, error) {
+	events, err := e.store.HistoryRead(ctx, r.m.RunID, r.afterSeq, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(events) < len(r.m.Events) {
+		return nil, nil
+	}
+	for i, want := range r.m.Events {
+		got := events[i]
+		if got.Kind != want.Kind || got.Name != want.Name || string(got.Data) != string(want.Data) {
+			return nil, nil
+		}
+	}
+	return events, nil
+}

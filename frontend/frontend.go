@@ -1,0 +1,143 @@
+// Package frontend is the one seam between a worker and the engine: poll for tasks, record a
+// run's commands, renew leases, read history. The engine implements it in-process
+// (engine.Engine) and the HTTP client implements it remotely (api.Client); a worker is written
+// against this interface only, so it runs unchanged in either.
+//
+// Every type here crosses the wire as msgpack, so fields are plain data.
+package frontend
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs/history"
+)
+
+// Frontend is what a worker needs of the engine.
+type Frontend interface {
+	// Poll claims up to Max ready runs of the queues, waiting up to Wait for one to become ready
+	// (a long-poll). It returns no tasks and no error when Wait passes with nothing to do.
+	Poll(ctx context.Context, req PollRequest) ([]Task, error)
+	// Record applies a running run's commands under its fence, in one store transaction shared
+	// with other runs' records (group commit). A stale fence is refused with X_JOB_LEASE_LOST, a
+	// cancelled run with X_ABORTED.
+	Record(ctx context.Context, req RecordRequest) (RecordResponse, error)
+	// Heartbeat renews the leases of the runs a worker holds, all in one call.
+	Heartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResponse, error)
+	// History returns a run's events after afterSeq.
+	History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error)
+}
+
+// PollRequest asks for work.
+type PollRequest struct {
+	WorkerID string        `msgpack:"worker_id"`
+	Queues   []string      `msgpack:"queues"`
+	Max      int           `msgpack:"max"`
+	Wait     time.Duration `msgpack:"wait"`
+}
+
+// Task is a claimed run.
+type Task struct {
+	RunID      string    `msgpack:"run_id"`
+	Job        string    `msgpack:"job"`
+	Queue      string    `msgpack:"queue"`
+	Fence      int64     `msgpack:"fence"`
+	Attempt    int       `msgpack:"attempt"`
+	Input      []byte    `msgpack:"input"`
+	Key        string    `msgpack:"key"`
+	Tenant     string    `msgpack:"tenant,omitempty"`
+	NoTenant   bool      `msgpack:"no_tenant,omitempty"`
+	EnqueuedBy string    `msgpack:"enqueued_by,omitempty"`
+	LastSeq    int64     `msgpack:"last_seq"`
+	LeaseUntil time.Time `msgpack:"lease_until"`
+	// Lease is the visibility window a heartbeat renews.
+	Lease time.Duration `msgpack:"lease"`
+}
+
+// CommandKind names a worker command.
+type CommandKind string
+
+const (
+	// CmdStep records a completed step (Name, Output). The run stays running.
+	CmdStep CommandKind = "step"
+	// CmdSleep suspends the run until WakeAt (Name).
+	CmdSleep CommandKind = "sleep"
+	// CmdWait suspends the run until an event named Event matching Match is published, or
+	// TimeoutAt. It may be satisfied at once from the lookback window: the response then ends
+	// with EventReceived and the run stays running.
+	CmdWait CommandKind = "wait"
+	// CmdComplete completes the run with Output as its result.
+	CmdComplete CommandKind = "complete"
+	// CmdFail records a failed attempt: retried at RetryAt, or dead-lettered when Stop is set.
+	CmdFail CommandKind = "fail"
+	// CmdBlock blocks the run (Code, Error): its code no longer replays its history.
+	CmdBlock CommandKind = "block"
+	// CmdRelease hands the claim back without spending an attempt (over a limit), ready again
+	// at ReadyAt.
+	CmdRelease CommandKind = "release"
+)
+
+// Command is one thing a run's execution asks of the engine.
+type Command struct {
+	Kind   CommandKind `msgpack:"kind"`
+	Name   string      `msgpack:"name,omitempty"`
+	Output []byte      `msgpack:"output,omitempty"`
+	// Sleep.
+	WakeAt time.Time `msgpack:"wake_at,omitempty"`
+	// Wait.
+	Event     string    `msgpack:"event,omitempty"`
+	Match     []string  `msgpack:"match,omitempty"`
+	TimeoutAt time.Time `msgpack:"timeout_at,omitempty"`
+	// Sticky: the worker keeps the suspended run parked and wants first call on its wake-up.
+	Sticky bool `msgpack:"sticky,omitempty"`
+	// Fail and block.
+	Attempt int       `msgpack:"attempt,omitempty"`
+	Code    string    `msgpack:"code,omitempty"`
+	Error   string    `msgpack:"error,omitempty"`
+	Step    string    `msgpack:"step,omitempty"`
+	Stop    string    `msgpack:"stop,omitempty"`
+	RetryAt time.Time `msgpack:"retry_at,omitempty"`
+	// Release.
+	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
+}
+
+// RecordRequest carries one run's commands.
+type RecordRequest struct {
+	RunID    string `msgpack:"run_id"`
+	Fence    int64  `msgpack:"fence"`
+	WorkerID string `msgpack:"worker_id"`
+	// AfterSeq is the last seq the worker knows. When a commit's outcome is unknown (the
+	// connection dropped after COMMIT was sent), the engine reads the history after AfterSeq to
+	// learn whether these commands landed, so a step is neither recorded twice nor lost.
+	AfterSeq int64 `msgpack:"after_seq"`
+	// Retry marks a resend of a record whose outcome the worker did not learn. The engine first
+	// looks for its events after AfterSeq and returns them if they landed, so a resend never
+	// appends twice.
+	Retry    bool      `msgpack:"retry,omitempty"`
+	Commands []Command `msgpack:"commands"`
+}
+
+// RecordResponse is what the commands appended.
+type RecordResponse struct {
+	Appended []history.Event `msgpack:"appended"`
+	LastSeq  int64           `msgpack:"last_seq"`
+	State    string          `msgpack:"state"`
+}
+
+// Lease is one held claim.
+type Lease struct {
+	RunID string `msgpack:"run_id"`
+	Fence int64  `msgpack:"fence"`
+}
+
+// HeartbeatRequest renews leases.
+type HeartbeatRequest struct {
+	WorkerID string  `msgpack:"worker_id"`
+	Leases   []Lease `msgpack:"leases"`
+}
+
+// HeartbeatResponse has one code per lease: "" renewed, X_ABORTED (cancelled),
+// X_JOB_LEASE_LOST, X_RUN_NOT_FOUND.
+type HeartbeatResponse struct {
+	Codes []string `msgpack:"codes"`
+}

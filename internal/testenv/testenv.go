@@ -1,0 +1,161 @@
+// Package testenv wires an engine and workers over a store for tests, with helpers to wait for a
+// run to reach a state. It is the one place tests build the system, so every backend's tests
+// start it the same way.
+package testenv
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// Options configures an Env.
+type Options struct {
+	Store store.Store
+	// Clock defaults to a Fake clock at 2026-01-05 09:00 UTC.
+	Clock clock.Clock
+	// Lease defaults to 30s (of the env's clock).
+	Lease time.Duration
+	// Lookback defaults to the engine's default.
+	Lookback time.Duration
+	// Logger defaults to discarding unless JOBS_TEST_LOG is set.
+	Logger *slog.Logger
+}
+
+// Env is an engine over a store, plus the workers a test starts.
+type Env struct {
+	T      testing.TB
+	Store  store.Store
+	Clock  clock.Clock
+	Engine *engine.Engine
+	Logger *slog.Logger
+}
+
+// Start builds and starts an engine; it is stopped (and its workers with it) at test cleanup.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.Clock == nil {
+		o.Clock = clock.NewFake(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC))
+	}
+	if o.Logger == nil {
+		o.Logger = Logger()
+	}
+	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
+		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = eng.Stop(ctx)
+	})
+	return &Env{T: t, Store: o.Store, Clock: o.Clock, Engine: eng, Logger: o.Logger}
+}
+
+// Logger returns a logger that writes to stderr when JOBS_TEST_LOG is set, else nowhere.
+func Logger() *slog.Logger {
+	if os.Getenv("JOBS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Worker starts a worker hosting defs; it is stopped at cleanup unless the test stops it first.
+func (e *Env) Worker(cfg worker.Config, defs ...jobs.Definition) *worker.Worker {
+	e.T.Helper()
+	reg, err := jobs.NewRegistry(defs...)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	cfg.Frontend = e.Engine
+	cfg.Registry = reg
+	if cfg.Clock == nil {
+		cfg.Clock = e.Clock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = e.Logger
+	}
+	if cfg.PollWait == 0 {
+		cfg.PollWait = time.Second
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
+}
+
+// Fake returns the env's clock as a Fake (the test must have left the default).
+func (e *Env) Fake() *clock.Fake { return e.Clock.(*clock.Fake) }
+
+// Advance moves a fake clock and fires what became due at once.
+func (e *Env) Advance(d time.Duration) {
+	e.Fake().Advance(d)
+	e.Engine.Tick(context.Background())
+}
+
+// Await waits (in wall-clock time, up to 20s) until the run is in one of states, and returns it.
+func (e *Env) Await(runID string, states ...store.State) store.Run {
+	e.T.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var run store.Run
+	for time.Now().Before(deadline) {
+		var err error
+		run, err = e.Engine.GetRun(context.Background(), runID)
+		if err != nil {
+			e.T.Fatalf("get run %s: %v", runID, err)
+		}
+		for _, s := range states {
+			if run.State == s {
+				return run
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.T.Fatalf("run %s: state %s after 20s, want one of %v (error: %s %s)", runID, run.State, states, run.ErrorCode, run.Error)
+	return run
+}
+
+// History returns a run's whole history.
+func (e *Env) History(runID string) []history.Event {
+	e.T.Helper()
+	evs, err := e.Engine.History(context.Background(), runID, 0)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return evs
+}
+
+// Kinds lists the kinds of a history, for assertions that read like the log.
+func Kinds(events []history.Event) []string {
+	out := make([]string, len(events))
+	for i, ev := range events {
+		out[i] = string(ev.Kind)
+		if ev.Name != "" {
+			out[i] += ":" + ev.Name
+		}
+	}
+	return out
+}

@@ -1,0 +1,354 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+)
+
+// DefaultQueue is the queue of a job that names none.
+const DefaultQueue = "default"
+
+// DefaultEventPoll bounds how long a run waiting for an event parks in a worker before the wait
+// is looked at again.
+const DefaultEventPoll = 30 * time.Second
+
+// Tenant says which tenant a run of a job acts under: a function of the input (TenantFrom) or
+// explicitly none (NoTenant). Define takes one as a required argument, so leaving it out does
+// not compile; its zero value is refused with X_JOB_TENANT_REQUIRED.
+type Tenant[In any] struct {
+	from func(In) string
+	none bool
+}
+
+// TenantFrom derives the run's tenant from its input; ctx.Actor().Tenant is that tenant.
+func TenantFrom[In any](from func(In) string) Tenant[In] { return Tenant[In]{from: from} }
+
+// NoTenant declares that the job belongs to no tenant: its runs carry none.
+func NoTenant[In any]() Tenant[In] { return Tenant[In]{none: true} }
+
+// Config is a job's resolved declaration.
+type Config struct {
+	Queue       string        `json:"queue"`
+	Retry       RetryPolicy   `json:"retry"`
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	StepTimeout time.Duration `json:"stepTimeout,omitempty"`
+	EventPoll   time.Duration `json:"eventPoll"`
+	// Concurrency is the fleet-wide cap on running runs of the job; 0 means none declared.
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// Option sets one optional field of a job's declaration.
+//
+// Options are functions rather than a Config struct literal because the engine must refuse an
+// explicit zero (Concurrency(0), StepTimeout(0)), and a struct field cannot tell "set to 0" from
+// "left out".
+type Option func(*Config) error
+
+// Queue puts the job's runs on a named queue. Optional: default "default".
+func Queue(name string) Option {
+	return func(c *Config) error {
+		if name == "" {
+			return Errorf(CodeJobDefinition, "queue name is empty")
+		}
+		c.Queue = name
+		return nil
+	}
+}
+
+// Retry sets the retry policy. Optional: default DefaultRetryPolicy.
+func Retry(p RetryPolicy) Option {
+	return func(c *Config) error {
+		if err := p.validate(); err != nil {
+			return err
+		}
+		c.Retry = p.withDefaults()
+		return nil
+	}
+}
+
+// Timeout bounds each attempt: at the deadline the run's context is cancelled, then the attempt
+// fails with X_TIMEOUT. Optional: default no deadline. Must be > 0.
+func Timeout(d time.Duration) Option {
+	return positive("timeout", d, func(c *Config) { c.Timeout = d })
+}
+
+// StepTimeout bounds each Step: at the deadline the step's context is cancelled, then the step
+// fails with X_STEP_TIMEOUT. Optional: default none. Must be > 0.
+func StepTimeout(d time.Duration) Option {
+	return positive("stepTimeout", d, func(c *Config) { c.StepTimeout = d })
+}
+
+// EventPoll bounds how long a run waiting for an event parks between looks at its wait.
+// Optional: default 30s. Must be > 0.
+func EventPoll(d time.Duration) Option {
+	return positive("eventPoll", d, func(c *Config) { c.EventPoll = d })
+}
+
+// Concurrency caps how many runs of the job run at once across the whole fleet, enforced by
+// lease rows in the store. Optional: default no cap. Must be ≥ 1.
+func Concurrency(n int) Option {
+	return func(c *Config) error {
+		if n < 1 {
+			return Errorf(CodeJobDefinition, "concurrency must be at least 1, got %d", n)
+		}
+		c.Concurrency = n
+		return nil
+	}
+}
+
+func positive(field string, d time.Duration, set func(*Config)) Option {
+	return func(c *Config) error {
+		if d <= 0 {
+			// A zero would read as "no ceiling", the opposite of what the author wrote.
+			return Errorf(CodeJobDefinition, "%s must be positive, got %s", field, d)
+		}
+		set(c)
+		return nil
+	}
+}
+
+// Definition is a job as the worker and the engine see it: untyped, over encoded values.
+type Definition interface {
+	Name() string
+	Config() Config
+	// Identity derives the idempotency key and tenant from an encoded input.
+	Identity(input []byte) (Identity, error)
+	// Execute decodes the input, runs the body and encodes its result.
+	Execute(ctx *Ctx, input []byte) ([]byte, error)
+}
+
+// Identity is what an enqueue must name besides the input.
+type Identity struct {
+	Key      string
+	Tenant   string
+	NoTenant bool
+}
+
+// Job is a typed job definition: input In, result Out.
+type Job[In, Out any] struct {
+	name   string
+	key    func(In) string
+	tenant Tenant[In]
+	body   func(*Ctx, In) (Out, error)
+	cfg    Config
+}
+
+// Define declares a job. The idempotency key and the tenant are required arguments: there is no
+// way to define a job that cannot be deduped or that silently runs as nobody.
+//
+//	var Onboard = jobs.MustDefine("onboard-org",
+//		func(in OnboardInput) string { return "onboard:" + in.OrgID },
+//		jobs.TenantFrom(func(in OnboardInput) string { return in.OrgID }),
+//		onboard,
+//		jobs.Retry(jobs.RetryPolicy{Attempts: 5, Backoff: jobs.Exponential}),
+//	)
+func Define[In, Out any](name string, key func(In) string, tenant Tenant[In], body func(*Ctx, In) (Out, error), opts ...Option) (*Job[In, Out], error) {
+	if name == "" {
+		return nil, Errorf(CodeJobDefinition, "job name is empty")
+	}
+	if key == nil {
+		return nil, Errorf(CodeJobIdempotencyRequired, "job %q has no idempotency key function", name)
+	}
+	if tenant.from == nil && !tenant.none {
+		return nil, Errorf(CodeJobTenantRequired, "job %q declares no tenant: use jobs.TenantFrom(...) or jobs.NoTenant", name)
+	}
+	if body == nil {
+		return nil, Errorf(CodeJobDefinition, "job %q has no body", name)
+	}
+	cfg := Config{Queue: DefaultQueue, Retry: DefaultRetryPolicy, EventPoll: DefaultEventPoll}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			var e *Error
+			if ok := asError(err, &e); ok {
+				e.Message = fmt.Sprintf("job %q: %s", name, e.Message)
+			}
+			return nil, err
+		}
+	}
+	return &Job[In, Out]{name: name, key: key, tenant: tenant, body: body, cfg: cfg}, nil
+}
+
+// MustDefine is Define for package-level declarations: it panics on a refused definition, so a
+// bad declaration fails at start-up, not on the fourth attempt.
+func MustDefine[In, Out any](name string, key func(In) string, tenant Tenant[In], body func(*Ctx, In) (Out, error), opts ...Option) *Job[In, Out] {
+	j, err := Define(name, key, tenant, body, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return j
+}
+
+func (j *Job[In, Out]) Name() string   { return j.name }
+func (j *Job[In, Out]) Config() Config { return j.cfg }
+
+func (j *Job[In, Out]) identity(in In) (Identity, error) {
+	id := Identity{Key: j.key(in), NoTenant: j.tenant.none}
+	if id.Key == "" {
+		return id, Errorf(CodeJobIdempotencyRequired, "job %q: the idempotency key of this input is empty", j.name)
+	}
+	if !j.tenant.none {
+		id.Tenant = j.tenant.from(in)
+		if id.Tenant == "" {
+			return id, Errorf(CodeJobTenantRequired, "job %q: the tenant of this input is empty", j.name)
+		}
+	}
+	return id, nil
+}
+
+// Identity implements Definition.
+func (j *Job[In, Out]) Identity(input []byte) (Identity, error) {
+	var in In
+	if err := Decode(input, &in); err != nil {
+		return Identity{}, err
+	}
+	return j.identity(in)
+}
+
+// Execute implements Definition.
+func (j *Job[In, Out]) Execute(ctx *Ctx, input []byte) ([]byte, error) {
+	var in In
+	if err := Decode(input, &in); err != nil {
+		return nil, err
+	}
+	out, err := j.body(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(out)
+}
+
+// Request builds the enqueue request for an input.
+func (j *Job[In, Out]) Request(in In) (EnqueueRequest, error) {
+	id, err := j.identity(in)
+	if err != nil {
+		return EnqueueRequest{}, err
+	}
+	input, err := Encode(in)
+	if err != nil {
+		return EnqueueRequest{}, err
+	}
+	return EnqueueRequest{Job: j.name, Queue: j.cfg.Queue, Input: input, Key: id.Key, Tenant: id.Tenant, NoTenant: id.NoTenant}, nil
+}
+
+// Enqueue starts a run of the job, or returns the live run holding the same idempotency key.
+func (j *Job[In, Out]) Enqueue(ctx context.Context, c Enqueuer, in In) (EnqueueResult, error) {
+	req, err := j.Request(in)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return c.Enqueue(ctx, req)
+}
+
+// Result decodes a completed run's result.
+func (j *Job[In, Out]) Result(result []byte) (Out, error) {
+	var out Out
+	err := Decode(result, &out)
+	return out, err
+}
+
+// EnqueueRequest is an untyped enqueue: the engine's API, the CLI and the HTTP client send it.
+type EnqueueRequest struct {
+	Job        string        `json:"job" msgpack:"job"`
+	Queue      string        `json:"queue,omitempty" msgpack:"queue,omitempty"`
+	Input      []byte        `json:"-" msgpack:"input"`
+	Key        string        `json:"key" msgpack:"key"`
+	Tenant     string        `json:"tenant,omitempty" msgpack:"tenant,omitempty"`
+	NoTenant   bool          `json:"noTenant,omitempty" msgpack:"no_tenant,omitempty"`
+	EnqueuedBy string        `json:"enqueuedBy,omitempty" msgpack:"enqueued_by,omitempty"`
+	Delay      time.Duration `json:"delay,omitempty" msgpack:"delay,omitempty"`
+}
+
+// Validate refuses a request that names no key or no tenant.
+func (r EnqueueRequest) Validate() error {
+	switch {
+	case r.Job == "":
+		return Errorf(CodeBadRequest, "enqueue names no job")
+	case r.Key == "":
+		return Errorf(CodeJobIdempotencyRequired, "enqueue of %q names no idempotency key", r.Job)
+	case r.Tenant == "" && !r.NoTenant:
+		return Errorf(CodeJobTenantRequired, "enqueue of %q names neither a tenant nor no-tenant", r.Job)
+	case r.Tenant != "" && r.NoTenant:
+		return Errorf(CodeBadRequest, "enqueue of %q names a tenant and no-tenant", r.Job)
+	case r.Delay < 0 || math.IsNaN(float64(r.Delay)):
+		return Errorf(CodeBadRequest, "enqueue of %q has a negative delay", r.Job)
+	}
+	return nil
+}
+
+// EnqueueResult is a run started or found.
+type EnqueueResult struct {
+	RunID string `json:"runId" msgpack:"run_id"`
+	// Deduped is true when a live run held the key and was returned instead.
+	Deduped bool `json:"deduped" msgpack:"deduped"`
+}
+
+// Enqueuer starts runs: the engine, or the HTTP client.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, req EnqueueRequest) (EnqueueResult, error)
+}
+
+// Registry holds the job definitions a worker hosts.
+type Registry struct {
+	mu   sync.RWMutex
+	defs map[string]Definition
+}
+
+// NewRegistry returns a registry holding defs; a name registered twice is refused.
+func NewRegistry(defs ...Definition) (*Registry, error) {
+	r := &Registry{defs: map[string]Definition{}}
+	for _, d := range defs {
+		if err := r.Register(d); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds a definition.
+func (r *Registry) Register(d Definition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.defs[d.Name()]; dup {
+		return Errorf(CodeJobDefinition, "job %q is registered twice", d.Name())
+	}
+	r.defs[d.Name()] = d
+	return nil
+}
+
+// Get returns the definition of a job name.
+func (r *Registry) Get(name string) (Definition, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.defs[name]
+	return d, ok
+}
+
+// All returns the definitions sorted by name.
+func (r *Registry) All() []Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Definition, 0, len(r.defs))
+	for _, d := range r.defs {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Queues returns the distinct queues of the registered jobs, sorted.
+func (r *Registry) Queues() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range r.All() {
+		if q := d.Config().Queue; !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

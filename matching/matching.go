@@ -1,0 +1,126 @@
+// Package matching hands ready runs to workers: claims under a visibility lease, long-polls that
+// wake when work arrives instead of spinning, and sticky dispatch (a run woken from a suspension
+// is offered first to the worker that keeps it parked).
+package matching
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Config configures the matching service.
+type Config struct {
+	Store store.Store
+	// Clock sets claim and lease times. Defaults to the wall clock.
+	Clock clock.Clock
+	// Lease is the visibility window a claim buys; a heartbeat renews it. Defaults to 30s.
+	Lease time.Duration
+	// StickyWindow is how long a woken run waits for the worker that keeps it parked before any
+	// worker may claim it. Defaults to 2s.
+	StickyWindow time.Duration
+	// Fallback is the longest a long-poll sleeps without re-checking the store, which covers
+	// wake-ups it cannot hear (another process without a notifier, a sticky window ending).
+	// Defaults to 1s.
+	Fallback time.Duration
+	Logger   *slog.Logger
+}
+
+// Service is the matching service.
+type Service struct {
+	cfg Config
+	mu  sync.Mutex
+	// wake is closed and replaced whenever any run becomes ready: every long-poll waiting on it
+	// re-checks. One channel for all queues is deliberate: a worker process runs one poller per
+	// queue, so a spurious wake costs a claim query, and a per-queue fan-out would cost more code
+	// than it saves.
+	wake chan struct{}
+}
+
+// New returns a matching service.
+func New(cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.StickyWindow <= 0 {
+		cfg.StickyWindow = 2 * time.Second
+	}
+	if cfg.Fallback <= 0 {
+		cfg.Fallback = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg, wake: make(chan struct{})}
+}
+
+// Lease returns the visibility window of a claim.
+func (s *Service) Lease() time.Duration { return s.cfg.Lease }
+
+// Wake tells waiting pollers that runs became ready.
+func (s *Service) Wake() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *Service) current() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
+}
+
+// PollParams asks for up to Max runs of Queues for WorkerID, waiting up to Wait.
+type PollParams struct {
+	WorkerID string
+	Queues   []string
+	Max      int
+	Wait     time.Duration
+}
+
+// Poll claims ready runs, long-polling up to p.Wait (wall-clock time, whatever the engine's
+// clock) when none is ready.
+func (s *Service) Poll(ctx context.Context, p PollParams) ([]store.Run, error) {
+	if p.Max <= 0 {
+		p.Max = 1
+	}
+	deadline := time.NewTimer(p.Wait)
+	defer deadline.Stop()
+	for {
+		// Take the wake channel before claiming, so a run made ready between the claim and the
+		// wait is not missed.
+		wake := s.current()
+		now := s.cfg.Clock.Now()
+		runs, err := s.cfg.Store.RunClaim(ctx, store.ClaimParams{
+			WorkerID:     p.WorkerID,
+			Queues:       p.Queues,
+			Limit:        p.Max,
+			Now:          now,
+			LeaseUntil:   now.Add(s.cfg.Lease),
+			StickyBefore: now.Add(-s.cfg.StickyWindow),
+		})
+		if err != nil || len(runs) > 0 || p.Wait <= 0 {
+			return runs, err
+		}
+		fallback := time.NewTimer(s.cfg.Fallback)
+		select {
+		case <-wake:
+		case <-fallback.C:
+		case <-deadline.C:
+			fallback.Stop()
+			return nil, nil
+		case <-ctx.Done():
+			fallback.Stop()
+			return nil, ctx.Err()
+		}
+		fallback.Stop()
+	}
+}

@@ -1,0 +1,135 @@
+// Package replay runs a job body against its run's history. Each durable call the body makes is
+// matched, in order, against the calls the history records: a recorded call returns its recorded
+// outcome without doing anything; the first unrecorded one is done live and becomes a command for
+// the engine. It checks that names are unique (X_STEP_DUPLICATE) and that the code's calls agree
+// with the recorded ones (X_REPLAY_DIVERGED), and it parks a suspended body so a worker can resume
+// it without replaying.
+//
+// replay does no I/O of its own: the worker hands it a Recorder. Check replays a dumped history
+// against current code, the regression test for a deploy.
+package replay
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ultimat3/jobs/history"
+)
+
+type callKind string
+
+const (
+	kindStep  callKind = "step"
+	kindSleep callKind = "sleep"
+	kindWait  callKind = "wait"
+)
+
+type waitState int
+
+const (
+	pending waitState = iota
+	done
+	timedOut
+)
+
+// call is one durable call as the history records it.
+type call struct {
+	kind   callKind
+	name   string
+	seq    int64
+	output []byte // step output or received event payload
+	event  string // wait: the event name
+	state  waitState
+}
+
+func (c call) String() string {
+	if c.kind == kindWait {
+		return fmt.Sprintf("%s %q (event %q)", c.kind, c.name, c.event)
+	}
+	return fmt.Sprintf("%s %q", c.kind, c.name)
+}
+
+// calls is the fold of a history into its durable calls. It is built incrementally, so a
+// resumed execution adds only the events appended since it parked.
+type calls struct {
+	list    []call
+	lastSeq int64
+	input   []byte
+	started *history.RunStarted
+	// completed is set when the history records the run's completion.
+	completed bool
+}
+
+func (cs *calls) apply(events []history.Event) error {
+	for _, e := range events {
+		if e.Seq <= cs.lastSeq {
+			continue // already folded (a response and a re-read can overlap)
+		}
+		cs.lastSeq = e.Seq
+		if !hasCall(e.Kind) {
+			continue
+		}
+		p, err := e.Decode()
+		if err != nil {
+			return err
+		}
+		switch v := p.(type) {
+		case history.RunStarted:
+			cs.started = &v
+			cs.input = v.Input
+		case history.StepCompleted:
+			cs.list = append(cs.list, call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done})
+		case history.TimerStarted:
+			cs.list = append(cs.list, call{kind: kindSleep, name: v.TimerName, seq: e.Seq})
+		case history.TimerFired:
+			cs.settle(kindSleep, v.TimerName, done, nil)
+		case history.EventWaitStarted:
+			cs.list = append(cs.list, call{kind: kindWait, name: v.WaitName, seq: e.Seq, event: v.Event})
+		case history.EventReceived:
+			cs.settle(kindWait, v.WaitName, done, v.Payload)
+		case history.EventWaitTimedOut:
+			cs.settle(kindWait, v.WaitName, timedOut, nil)
+		case history.RunRetried:
+			if v.FromSeq > 0 {
+				// The operator re-runs from a step: the calls recorded from it on are discarded
+				// (they stay in the log as the audit trail).
+				kept := cs.list[:0]
+				for _, c := range cs.list {
+					if c.seq < v.FromSeq {
+						kept = append(kept, c)
+					}
+				}
+				cs.list = kept
+			}
+			cs.completed = false
+		case history.RunCompleted:
+			cs.completed = true
+		}
+	}
+	return nil
+}
+
+// settle marks the newest pending call of that kind and name.
+func (cs *calls) settle(k callKind, name string, st waitState, payload []byte) {
+	for i := len(cs.list) - 1; i >= 0; i-- {
+		c := &cs.list[i]
+		if c.kind == k && c.name == name && c.state == pending {
+			c.state = st
+			c.output = payload
+			return
+		}
+	}
+}
+
+func hasCall(k history.Kind) bool {
+	switch k {
+	case history.KindRunStarted, history.KindStepCompleted, history.KindTimerStarted,
+		history.KindTimerFired, history.KindEventWaitStarted, history.KindEventReceived,
+		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted:
+		return true
+	}
+	return false
+}
+
+// wakeAt is when a sleep of d, first reached at now, wakes.
+func wakeAt(now time.Time, d time.Duration) time.Time { return now.Add(d) }

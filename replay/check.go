@@ -1,0 +1,64 @@
+package replay
+
+import (
+	"context"
+	"os"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+)
+
+// Check replays a recorded history against def's current code. It returns nil when the code makes
+// the recorded durable calls in the recorded order (it stops at the first call the history does
+// not record), and the X_REPLAY_DIVERGED or X_STEP_DUPLICATE error otherwise. It runs no step:
+// recorded steps return their recorded outputs, which is what makes it a safe regression test
+// for a deploy:
+//
+//	events, _ := history.LoadFile("testdata/onboard-run.jsonl")
+//	if err := replay.Check(ctx, onboard, events); err != nil { t.Fatal(err) }
+func Check(ctx context.Context, def jobs.Definition, events []history.Event) error {
+	info := jobs.RunInfo{Job: def.Name(), Queue: def.Config().Queue, Attempt: 1}
+	if len(events) > 0 {
+		if p, err := events[0].Decode(); err == nil {
+			if rs, ok := p.(history.RunStarted); ok {
+				if rs.Job != def.Name() {
+					return jobs.Errorf(jobs.CodeReplayDiverged, "the history is of job %q, not %q", rs.Job, def.Name())
+				}
+				info.Actor = jobs.Actor{Tenant: rs.Tenant, EnqueuedBy: rs.EnqueuedBy}
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e, out, err := Start(ctx, Config{Def: def, Info: info}, events)
+	if err != nil {
+		return err
+	}
+	o := <-out
+	<-e.Exited()
+	switch o.Kind {
+	case Blocked:
+		return o.Err
+	case Failed:
+		// A rule the code broke during replay is a finding; an error the body returned from a
+		// replayed step's value is the body's business, as it was when it ran.
+		if c := jobs.CodeOf(o.Err); c == jobs.CodeStepDuplicate || c == jobs.CodeEncoding {
+			return o.Err
+		}
+	}
+	return nil
+}
+
+// CheckFile is Check over a dump file written by `engine history dump ID`.
+func CheckFile(ctx context.Context, def jobs.Definition, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	events, err := history.Load(f)
+	if err != nil {
+		return err
+	}
+	return Check(ctx, def, events)
+}

@@ -1,0 +1,439 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+)
+
+// Recorder applies an execution's commands to its run. The worker implements it over the
+// Frontend, binding the run id, the claim's fence and the last known seq.
+type Recorder interface {
+	Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error)
+}
+
+// OutcomeKind is how an execution's current claim ended.
+type OutcomeKind int
+
+const (
+	// Completed: the body returned a result.
+	Completed OutcomeKind = iota + 1
+	// Failed: the body returned an error (or panicked, or broke a rule such as
+	// X_STEP_DUPLICATE); the attempt failed.
+	Failed
+	// Suspended: the body reached a sleep or a wait that was recorded; the run is suspended.
+	Suspended
+	// Blocked: the code no longer replays the history (X_REPLAY_DIVERGED).
+	Blocked
+	// EndOfHistory: in check mode, the body replayed every recorded call and reached a live one.
+	EndOfHistory
+)
+
+func (k OutcomeKind) String() string {
+	return [...]string{"?", "completed", "failed", "suspended", "blocked", "end-of-history"}[k]
+}
+
+// Outcome is what an execution reports at the end of a claim.
+type Outcome struct {
+	Kind   OutcomeKind
+	Result []byte
+	Err    error
+	// Step is the step whose error the body returned, when it did.
+	Step string
+	// Parked is true on Suspended when the body is parked and can be resumed with Resume.
+	Parked bool
+}
+
+// Config sets up an execution.
+type Config struct {
+	Def  jobs.Definition
+	Info jobs.RunInfo
+	// Clock times sleeps, wait timeouts and step timeouts. Defaults to the wall clock.
+	Clock clock.Clock
+	// Recorder applies live calls. Nil selects check mode: the first live call ends the
+	// execution with EndOfHistory.
+	Recorder Recorder
+	// Park keeps a suspended body's goroutine parked, for Resume, instead of unwinding it.
+	Park bool
+}
+
+// Execution is one run's body running against its history. Its durable calls must be made from
+// the body's own goroutine (they are sequential by nature: their order is the replay key).
+type Execution struct {
+	cfg    Config
+	ctx    *jobs.Ctx
+	cancel context.CancelCauseFunc
+
+	// Owned by the body goroutine.
+	cs         calls
+	pos        int
+	names      map[string]bool
+	rec        Recorder
+	out        chan Outcome
+	failedStep string
+	exiting    bool
+
+	aborted atomic.Pointer[jobs.Error]
+	lastSeq atomic.Int64
+	resume  chan resumeMsg
+	exited  chan struct{}
+
+	// parked is the index of the call the body is parked on, or -1.
+	mu     sync.Mutex
+	parked int
+}
+
+type resumeMsg struct {
+	evict  bool
+	events []history.Event
+	rec    Recorder
+	out    chan Outcome
+	info   jobs.RunInfo
+}
+
+// Start runs def's body against events (the run's history so far) in a new goroutine. The
+// returned channel receives the outcome of this claim.
+func Start(parent context.Context, cfg Config, events []history.Event) (*Execution, <-chan Outcome, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	e := &Execution{
+		cfg:    cfg,
+		names:  map[string]bool{},
+		rec:    cfg.Recorder,
+		out:    make(chan Outcome, 1),
+		resume: make(chan resumeMsg),
+		exited: make(chan struct{}),
+		parked: -1,
+	}
+	if err := e.cs.apply(events); err != nil {
+		return nil, nil, err
+	}
+	if e.cs.started == nil {
+		return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: history has no RunStarted event", cfg.Info.RunID)
+	}
+	e.lastSeq.Store(e.cs.lastSeq)
+	ctx, cancel := context.WithCancelCause(parent)
+	e.cancel = cancel
+	e.ctx = jobs.NewCtx(ctx, cfg.Info, (*runtimeImpl)(e))
+	out := e.out
+	go e.run()
+	return e, out, nil
+}
+
+func (e *Execution) run() {
+	defer close(e.exited)
+	returned := false
+	defer func() {
+		if returned || e.exiting {
+			return
+		}
+		if r := recover(); r != nil {
+			e.finish(Outcome{Kind: Failed, Err: fmt.Errorf("job %s panicked: %v\n%s", e.cfg.Def.Name(), r, debug.Stack())})
+		}
+	}()
+	result, err := e.cfg.Def.Execute(e.ctx, e.cs.input)
+	returned = true
+	switch {
+	case err != nil:
+		e.finish(Outcome{Kind: Failed, Err: err, Step: e.failedStep})
+	case e.pos < len(e.cs.list):
+		next := e.cs.list[e.pos]
+		e.finish(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the code returned after %d durable calls, but the history records %d; the next recorded call is %s (seq %d)",
+			e.cfg.Info.RunID, e.pos, len(e.cs.list), next, next.seq)})
+	default:
+		e.finish(Outcome{Kind: Completed, Result: result})
+	}
+}
+
+// finish reports this claim's outcome. The channel has room for exactly one.
+func (e *Execution) finish(o Outcome) {
+	select {
+	case e.out <- o:
+	default:
+	}
+}
+
+// exit unwinds the body's goroutine. runtime.Goexit runs the body's deferred calls and cannot be
+// swallowed by a recover() in job code, which a panic could.
+func (e *Execution) exit() {
+	e.exiting = true
+	runtime.Goexit()
+}
+
+// verdict ends the claim with o and unwinds the body: a broken rule must not let the body carry
+// on past it, even if the body ignores the error.
+func (e *Execution) verdict(o Outcome) {
+	e.finish(o)
+	e.exit()
+}
+
+// Abort cancels the body's context with cause and refuses every later write with X_ABORTED.
+// The worker calls it on cancel, on an attempt timeout and on a lost lease.
+func (e *Execution) Abort(cause *jobs.Error) {
+	e.aborted.CompareAndSwap(nil, cause)
+	e.cancel(cause)
+}
+
+// Aborted returns the abort's cause, or nil.
+func (e *Execution) Aborted() *jobs.Error { return e.aborted.Load() }
+
+// LastSeq is the seq of the newest event the execution has folded.
+func (e *Execution) LastSeq() int64 { return e.lastSeq.Load() }
+
+// Exited is closed when the body's goroutine has ended.
+func (e *Execution) Exited() <-chan struct{} { return e.exited }
+
+// Resume continues a parked body on a new claim. events are the run's events after LastSeq; they
+// must be exactly the wake-up of the call it is parked on (else ok is false and the caller evicts
+// it and replays from scratch).
+func (e *Execution) Resume(events []history.Event, rec Recorder, info jobs.RunInfo) (out <-chan Outcome, ok bool) {
+	e.mu.Lock()
+	parked := e.parked
+	e.mu.Unlock()
+	if parked < 0 || !wakeOnly(events) || e.Aborted() != nil {
+		return nil, false
+	}
+	ch := make(chan Outcome, 1)
+	select {
+	case e.resume <- resumeMsg{events: events, rec: rec, out: ch, info: info}:
+		return ch, true
+	case <-e.exited:
+		return nil, false
+	}
+}
+
+// wakeOnly reports whether events only settle a suspension (anything else, such as an operator's
+// retry, invalidates the parked state).
+func wakeOnly(events []history.Event) bool {
+	if len(events) == 0 {
+		return false
+	}
+	for _, ev := range events {
+		switch ev.Kind {
+		case history.KindTimerFired, history.KindEventReceived, history.KindEventWaitTimedOut:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Evict unwinds a parked body and waits for its goroutine to end.
+func (e *Execution) Evict() {
+	e.cancel(jobs.Errorf(jobs.CodeAborted, "evicted"))
+	select {
+	case e.resume <- resumeMsg{evict: true}:
+	case <-e.exited:
+	}
+	<-e.exited
+}
+
+// begin matches a durable call against the history. It returns the index of the recorded call,
+// or -1 for a live one.
+func (e *Execution) begin(k callKind, name, event string) int {
+	if e.names[name] {
+		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeStepDuplicate,
+			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
+			e.cfg.Info.RunID, name)})
+	}
+	e.names[name] = true
+	if e.pos < len(e.cs.list) {
+		rec := e.cs.list[e.pos]
+		if rec.kind != k || rec.name != name || (k == kindWait && rec.event != event) {
+			got := call{kind: k, name: name, event: event}
+			e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+				"run %s: durable call #%d: the history records %s (seq %d), the code now calls %s",
+				e.cfg.Info.RunID, e.pos+1, rec, rec.seq, got)})
+		}
+		e.pos++
+		return e.pos - 1
+	}
+	if e.rec == nil {
+		e.verdict(Outcome{Kind: EndOfHistory})
+	}
+	e.pos++
+	return -1
+}
+
+// undo takes back a live call that did not get recorded (its step failed), so the body may try
+// the same name again.
+func (e *Execution) undo(name string) {
+	e.pos--
+	delete(e.names, name)
+}
+
+func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, error) {
+	if cause := e.aborted.Load(); cause != nil {
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
+	}
+	resp, err := e.rec.Record(context.WithoutCancel(e.ctx), cmds)
+	if err != nil {
+		if c := jobs.CodeOf(err); c == jobs.CodeAborted || c == jobs.CodeJobLeaseLost {
+			var je *jobs.Error
+			errors.As(err, &je)
+			e.Abort(je)
+		}
+		return resp, err
+	}
+	if err := e.cs.apply(resp.Appended); err != nil {
+		return resp, err
+	}
+	e.lastSeq.Store(e.cs.lastSeq)
+	return resp, nil
+}
+
+// suspend reports the suspension and parks (or unwinds) the body until its call at idx settles.
+func (e *Execution) suspend(idx int) call {
+	park := e.cfg.Park
+	e.mu.Lock()
+	if park {
+		e.parked = idx
+	}
+	e.mu.Unlock()
+	e.finish(Outcome{Kind: Suspended, Parked: park})
+	if !park {
+		e.exit()
+	}
+	msg := <-e.resume
+	e.mu.Lock()
+	e.parked = -1
+	e.mu.Unlock()
+	if msg.evict {
+		e.exit()
+	}
+	e.out, e.rec = msg.out, msg.rec
+	e.cfg.Info = msg.info
+	if err := e.cs.apply(msg.events); err != nil {
+		e.verdict(Outcome{Kind: Failed, Err: err})
+	}
+	e.lastSeq.Store(e.cs.lastSeq)
+	c := e.cs.list[idx]
+	if c.state == pending {
+		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeInvariant, "run %s: resumed, but %s is still pending", e.cfg.Info.RunID, c)})
+	}
+	return c
+}
+
+// runtimeImpl is the jobs.Runtime the body's Ctx calls.
+type runtimeImpl Execution
+
+func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	e := (*Execution)(r)
+	idx := e.begin(kindStep, name, "")
+	if idx >= 0 {
+		return e.cs.list[idx].output, nil
+	}
+	if cause := e.aborted.Load(); cause != nil {
+		e.undo(name)
+		return nil, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message)
+	}
+	out, err := e.runStep(c, name, fn)
+	if err != nil {
+		e.undo(name)
+		e.failedStep = name
+		return nil, err
+	}
+	if _, err := e.record([]frontend.Command{{Kind: frontend.CmdStep, Name: name, Output: out}}); err != nil {
+		e.undo(name)
+		e.failedStep = name
+		return nil, err
+	}
+	return out, nil
+}
+
+// runStep runs fn under the job's step timeout: at the deadline fn's context is cancelled and
+// the step fails at once, whether or not fn has returned.
+func (e *Execution) runStep(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	d := e.cfg.Def.Config().StepTimeout
+	if d <= 0 {
+		return fn(c)
+	}
+	ctx, cancel := context.WithCancelCause(c)
+	defer cancel(nil)
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := fn(ctx)
+		done <- result{out, err}
+	}()
+	timer := e.cfg.Clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-timer.C():
+		err := jobs.Errorf(jobs.CodeStepTimeout, "step %q passed its stepTimeout of %s", name, d)
+		cancel(err)
+		return nil, err
+	}
+}
+
+func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
+	e := (*Execution)(r)
+	idx := e.begin(kindSleep, name, "")
+	if idx < 0 {
+		resp, err := e.record([]frontend.Command{{Kind: frontend.CmdSleep, Name: name,
+			WakeAt: wakeAt(e.cfg.Clock.Now(), d), Sticky: e.cfg.Park}})
+		if err != nil {
+			e.undo(name)
+			return err
+		}
+		idx = len(e.cs.list) - 1
+		_ = resp
+	}
+	if e.cs.list[idx].state == pending {
+		e.suspend(idx)
+	}
+	return nil
+}
+
+func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[string]any, timeout time.Duration) ([]byte, bool, error) {
+	e := (*Execution)(r)
+	keys, err := history.MatchKeys(match)
+	if err != nil {
+		return nil, false, jobs.Wrap(jobs.CodeEncoding, err, "wait %q", name)
+	}
+	idx := e.begin(kindWait, name, event)
+	if idx < 0 {
+		if _, err := e.record([]frontend.Command{{Kind: frontend.CmdWait, Name: name, Event: event, Match: keys,
+			TimeoutAt: e.cfg.Clock.Now().Add(timeout), Sticky: e.cfg.Park}}); err != nil {
+			e.undo(name)
+			return nil, false, err
+		}
+		idx = e.indexOf(kindWait, name)
+	}
+	c2 := e.cs.list[idx]
+	if c2.state == pending {
+		c2 = e.suspend(idx)
+	}
+	if c2.state == timedOut {
+		return nil, false, nil
+	}
+	return c2.output, true, nil
+}
+
+// indexOf finds the newest recorded call of that kind and name (a live wait may have been
+// answered at once from the lookback window, so the EventReceived already follows it).
+func (e *Execution) indexOf(k callKind, name string) int {
+	for i := len(e.cs.list) - 1; i >= 0; i-- {
+		if e.cs.list[i].kind == k && e.cs.list[i].name == name {
+			return i
+		}
+	}
+	return len(e.cs.list) - 1
+}

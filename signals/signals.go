@@ -1,0 +1,84 @@
+// Package signals delivers what reaches a run from outside: published events, matched to the
+// runs waiting for them (with a lookback window, so a wait registered just after the publish
+// still receives it), and cancellations.
+package signals
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Config configures the signals service.
+type Config struct {
+	Store store.Store
+	Clock clock.Clock
+	// MaxPayload bounds an event's encoded payload. Defaults to 1 MiB.
+	MaxPayload int
+	// OnWake is told of runs that became ready.
+	OnWake func([]store.Woken)
+}
+
+// Service is the signals service.
+type Service struct{ cfg Config }
+
+// New returns a signals service.
+func New(cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = 1 << 20
+	}
+	if cfg.OnWake == nil {
+		cfg.OnWake = func([]store.Woken) {}
+	}
+	return &Service{cfg: cfg}
+}
+
+// Published is the outcome of a publish.
+type Published struct {
+	EventID string `json:"eventId" msgpack:"event_id"`
+	// Delivered is how many waiting runs received it now; later waits may still receive it
+	// within the lookback window.
+	Delivered int `json:"delivered" msgpack:"delivered"`
+}
+
+// Publish publishes an event whose payload is msgpack-encoded.
+func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Published, error) {
+	if name == "" {
+		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
+	}
+	if len(payload) > s.cfg.MaxPayload {
+		return Published{}, jobs.Errorf(jobs.CodePayloadTooLarge, "event %q: payload is %d bytes, the limit is %d", name, len(payload), s.cfg.MaxPayload)
+	}
+	fields, err := history.FieldKeys(payload)
+	if err != nil {
+		return Published{}, jobs.Wrap(jobs.CodeEncoding, err, "event %q", name)
+	}
+	now := s.cfg.Clock.Now()
+	id := uuid7.New(now)
+	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: fields, Now: now})
+	if err != nil {
+		return Published{}, err
+	}
+	if len(res.Delivered) > 0 {
+		s.cfg.OnWake(res.Delivered)
+	}
+	return Published{EventID: id, Delivered: len(res.Delivered)}, nil
+}
+
+// Cancel cancels a run: at once when it is queued, suspended or blocked; a running one stops at
+// its worker's next heartbeat, and every write it attempts after this is refused (X_ABORTED).
+func (s *Service) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
+	now := s.cfg.Clock.Now()
+	return s.cfg.Store.RunCancel(ctx, runID, history.New(now, history.RunCancelled{Reason: reason}), now)
+}
+
+// Now is the service's clock reading (for callers that stamp related records).
+func (s *Service) Now() time.Time { return s.cfg.Clock.Now() }

@@ -1,0 +1,154 @@
+// Package timers is the timer service: it fires due durable timers (sleep wake-ups, event-wait
+// timeouts, retry backoffs, delayed enqueues) in batches, makes lapsed leases claimable again, and
+// prunes published events past the lookback window. It sleeps until the next due time, a kick
+// (a nearer timer was armed) or a fallback interval, never in a tight loop.
+package timers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Config configures the timer service.
+type Config struct {
+	Store store.Store
+	// Clock decides what is due. Defaults to the wall clock.
+	Clock clock.Clock
+	// Batch is how many timers one store call fires. Defaults to 512.
+	Batch int
+	// Fallback is the longest the service sleeps without looking, which bounds how late it
+	// notices a timer armed by another process without a notifier, and a lapsed lease.
+	// Defaults to 1s.
+	Fallback time.Duration
+	// Retention is how long published events are kept for late waits (the lookback window).
+	// Defaults to 5m.
+	Retention time.Duration
+	// OnWake is told of runs that became ready.
+	OnWake func([]store.Woken)
+	Logger *slog.Logger
+}
+
+// Service is the timer service.
+type Service struct {
+	cfg  Config
+	kick chan struct{}
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New returns a timer service; Start runs it.
+func New(cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 512
+	}
+	if cfg.Fallback <= 0 {
+		cfg.Fallback = time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 5 * time.Minute
+	}
+	if cfg.OnWake == nil {
+		cfg.OnWake = func([]store.Woken) {}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg, kick: make(chan struct{}, 1)}
+}
+
+// Kick makes the service look again now: a timer nearer than the one it sleeps for was armed.
+func (s *Service) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the service until Stop.
+func (s *Service) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.loop(ctx)
+	}()
+}
+
+// Stop ends the service and waits for the round in flight.
+func (s *Service) Stop() {
+	if s.stop != nil {
+		s.stop()
+		s.wg.Wait()
+	}
+}
+
+func (s *Service) loop(ctx context.Context) {
+	lastPrune := time.Time{}
+	for ctx.Err() == nil {
+		now := s.cfg.Clock.Now()
+		s.Tick(ctx, now)
+		if now.Sub(lastPrune) > time.Minute {
+			lastPrune = now
+			if _, err := s.cfg.Store.EventPrune(ctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("jobs.timers.prune-failed", "err", err)
+			}
+		}
+		var due clock.Timer
+		var dueC <-chan time.Time
+		if next, ok, err := s.cfg.Store.TimerNext(ctx); err == nil && ok {
+			due = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
+			dueC = due.C()
+		}
+		fallback := time.NewTimer(s.cfg.Fallback)
+		select {
+		case <-ctx.Done():
+		case <-dueC:
+		case <-s.kick:
+		case <-fallback.C:
+		}
+		fallback.Stop()
+		if due != nil {
+			due.Stop()
+		}
+	}
+}
+
+// Tick fires everything due at now and expires lapsed leases. It is exported for tests and for
+// the `engine` CLI's one-shot maintenance.
+func (s *Service) Tick(ctx context.Context, now time.Time) {
+	for ctx.Err() == nil {
+		woken, err := s.cfg.Store.TimerFire(ctx, now, s.cfg.Batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Warn("jobs.timers.fire-failed", "err", err)
+			}
+			break
+		}
+		if len(woken) > 0 {
+			s.cfg.OnWake(woken)
+		}
+		if len(woken) < s.cfg.Batch {
+			break
+		}
+	}
+	woken, err := s.cfg.Store.RunExpireLeases(ctx, now, s.cfg.Batch)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn("jobs.timers.expire-failed", "err", err)
+		}
+		return
+	}
+	if len(woken) > 0 {
+		s.cfg.Logger.Warn("jobs.lease.expired", "runs", len(woken))
+		s.cfg.OnWake(woken)
+	}
+}

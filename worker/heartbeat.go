@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/replay"
+)
+
+// hold starts tracking a claim for heartbeats.
+func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
+	h := &held{runID: t.RunID, queue: t.Queue, fence: t.Fence, ex: ex, lastLanded: w.clock.Now()}
+	w.mu.Lock()
+	w.leases[t.RunID] = h
+	if t.Lease > 0 {
+		w.lease = t.Lease
+	}
+	w.mu.Unlock()
+	return h
+}
+
+// release stops tracking a claim. It happens BEFORE the claim's final record, so a renewal still
+// in flight when the run finishes is not mistaken for a lost lease.
+func (w *Worker) release(h *held) {
+	w.mu.Lock()
+	if w.leases[h.runID] == h {
+		delete(w.leases, h.runID)
+	}
+	w.mu.Unlock()
+}
+
+func (w *Worker) interval() (every, lease time.Duration) {
+	w.mu.Lock()
+	lease = w.lease
+	w.mu.Unlock()
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	every = w.cfg.HeartbeatInterval
+	if every <= 0 {
+		every = lease / 3
+	}
+	return every, lease
+}
+
+// heartbeatLoop renews every held lease in one call per interval. The call runs apart from the
+// loss check, so a store that hangs is caught exactly like one that refuses: the window is
+// measured from the last renewal that landed, on this process's clock.
+func (w *Worker) heartbeatLoop() {
+	defer w.background.Done()
+	inflight := make(chan struct{}, 1)
+	for {
+		every, lease := w.interval()
+		tick := time.NewTimer(every)
+		select {
+		case <-w.hbStop:
+			tick.Stop()
+			return
+		case <-tick.C:
+		}
+		w.checkLost(lease)
+		select {
+		case inflight <- struct{}{}:
+			w.background.Add(1)
+			go func() {
+				defer w.background.Done()
+				defer func() { <-inflight }()
+				w.renew(every)
+			}()
+		default:
+			// The previous renewal has not returned: the check above keeps counting.
+		}
+	}
+}
+
+func (w *Worker) renew(timeout time.Duration) {
+	w.mu.Lock()
+	batch := make([]*held, 0, len(w.leases))
+	req := frontend.HeartbeatRequest{WorkerID: w.cfg.ID}
+	for _, h := range w.leases {
+		if !h.lost {
+			batch = append(batch, h)
+			req.Leases = append(req.Leases, frontend.Lease{RunID: h.runID, Fence: h.fence})
+		}
+	}
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := w.fe.Heartbeat(ctx, req)
+	if err == nil && len(resp.Codes) != len(batch) {
+		err = jobs.Errorf(jobs.CodeInvariant, "heartbeat answered %d codes for %d leases", len(resp.Codes), len(batch))
+	}
+	now := w.clock.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, h := range batch {
+		if w.leases[h.runID] != h {
+			continue // finished while the renewal was on the wire: not a loss
+		}
+		if err != nil {
+			w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "err", err)
+			continue
+		}
+		switch code := jobs.Code(resp.Codes[i]); code {
+		case "":
+			h.lastLanded = now
+		case jobs.CodeAborted:
+			w.log.Info("jobs.run.cancelled", "run", h.runID, "queue", h.queue)
+			h.lost = true
+			h.ex.Abort(jobs.Errorf(jobs.CodeAborted, "the run was cancelled"))
+		default:
+			w.lost(h, jobs.Errorf(code, "the engine refused the lease renewal"))
+		}
+	}
+}
+
+// checkLost declares lost every lease with no renewal landed for a whole window.
+func (w *Worker) checkLost(lease time.Duration) {
+	now := w.clock.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.leases {
+		if !h.lost && now.Sub(h.lastLanded) >= lease {
+			w.lost(h, jobs.Errorf(jobs.CodeJobLeaseLost, "no lease renewal landed for %s", now.Sub(h.lastLanded).Round(time.Millisecond)))
+		}
+	}
+}
+
+// lost aborts a run whose lease is gone: the engine is free to hand it to another worker, so this
+// one must stop writing. Called with w.mu held.
+func (w *Worker) lost(h *held, cause *jobs.Error) {
+	h.lost = true
+	w.log.Error("jobs.lease.lost", "run", h.runID, "queue", h.queue, "err", cause)
+	w.metrics.leasesLost.WithLabelValues(h.queue).Inc()
+	h.ex.Abort(cause)
+}

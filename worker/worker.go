@@ -1,0 +1,443 @@
+// Package worker runs job code: it polls the engine for runs of its queues, replays each run's
+// history and executes its new steps, renews leases by heartbeat, keeps suspended runs parked in a
+// sticky LRU so a wake-up on the same worker continues without replay, and drains on Stop: stop
+// claiming, finish what is in flight, unwind what is parked.
+//
+// A worker reaches the engine only through frontend.Frontend, so it runs unchanged against an
+// in-process engine or a remote one over HTTP.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/replay"
+)
+
+// Config configures a worker.
+type Config struct {
+	// Frontend is the engine, in-process or remote. Required.
+	Frontend frontend.Frontend
+	// Registry holds the jobs this worker runs. Required.
+	Registry *jobs.Registry
+	// ID names the worker in leases and logs. Defaults to host-pid-random.
+	ID string
+	// Queues maps each queue to poll to how many of its runs may execute at once. Defaults to
+	// every queue of the registry's jobs, each with Concurrency.
+	Queues map[string]int
+	// Concurrency is the per-queue default when Queues is not set. Defaults to 10.
+	Concurrency int
+	// PollWait is how long one long-poll waits for work. Defaults to 10s.
+	PollWait time.Duration
+	// StickyRuns is how many suspended runs stay parked in memory for a wake-up without replay.
+	// Defaults to 10,000; negative disables parking.
+	StickyRuns int
+	// HeartbeatInterval is how often leases are renewed. Defaults to a third of the lease the
+	// engine grants.
+	HeartbeatInterval time.Duration
+	// BaseContext is the context every run executes under (the app's ambient values). Defaults
+	// to context.Background().
+	BaseContext func() context.Context
+	// Clock times attempts, sleeps and leases. Defaults to the wall clock.
+	Clock clock.Clock
+	// Registerer receives the worker's metrics. Optional: default none.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Worker executes runs.
+type Worker struct {
+	cfg     Config
+	fe      frontend.Frontend
+	log     *slog.Logger
+	clock   clock.Clock
+	cache   *lru.Cache[string, *parked]
+	metrics metrics
+
+	mu      sync.Mutex
+	leases  map[string]*held
+	lease   time.Duration
+	started bool
+
+	pollCtx    context.Context
+	stopPoll   context.CancelFunc
+	pollers    sync.WaitGroup
+	inflight   sync.WaitGroup
+	background sync.WaitGroup
+	hbStop     chan struct{}
+}
+
+// parked is a suspended run's execution kept for a wake-up on this worker.
+type parked struct {
+	ex    *replay.Execution
+	taken bool // resumed: removed from the cache without being evicted
+}
+
+// held is a run this worker is executing under a lease.
+type held struct {
+	runID, queue string
+	fence        int64
+	ex           *replay.Execution
+	lastLanded   time.Time
+	lost         bool
+}
+
+// New returns a worker; Start runs it.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Frontend == nil || cfg.Registry == nil {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "worker: Frontend and Registry are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid7.New(time.Now())[24:])
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 10
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = map[string]int{}
+		for _, q := range cfg.Registry.Queues() {
+			cfg.Queues[q] = cfg.Concurrency
+		}
+	}
+	for q, n := range cfg.Queues {
+		if n < 1 {
+			return nil, jobs.Errorf(jobs.CodeJobDefinition, "worker: queue %q concurrency must be at least 1, got %d", q, n)
+		}
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 10 * time.Second
+	}
+	if cfg.StickyRuns == 0 {
+		cfg.StickyRuns = 10_000
+	}
+	if cfg.BaseContext == nil {
+		cfg.BaseContext = context.Background
+	}
+	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
+		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer)}
+	if cfg.StickyRuns > 0 {
+		cache, err := lru.NewWithEvict(cfg.StickyRuns, func(_ string, p *parked) {
+			if !p.taken {
+				p.ex.Evict()
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		w.cache = cache
+	}
+	return w, nil
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Start begins polling. It returns at once.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return nil
+	}
+	w.started = true
+	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
+	w.hbStop = make(chan struct{})
+	for q, n := range w.cfg.Queues {
+		w.pollers.Add(1)
+		go w.poll(q, n)
+	}
+	w.background.Add(1)
+	go w.heartbeatLoop()
+	return nil
+}
+
+// Stop drains the worker: it stops claiming, waits for the runs in flight to finish their
+// current claim (or ctx to end), unwinds the parked runs and returns.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	w.started = false
+	w.mu.Unlock()
+	w.stopPoll()
+	w.pollers.Wait()
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	close(w.hbStop)
+	w.background.Wait()
+	if w.cache != nil {
+		w.cache.Purge() // unwinds every parked body
+	}
+	return err
+}
+
+// Parked returns how many suspended runs are parked in memory.
+func (w *Worker) Parked() int {
+	if w.cache == nil {
+		return 0
+	}
+	return w.cache.Len()
+}
+
+func (w *Worker) poll(queue string, concurrency int) {
+	defer w.pollers.Done()
+	slots := make(chan struct{}, concurrency)
+	backoff := 50 * time.Millisecond
+	for w.pollCtx.Err() == nil {
+		// Wait for a free slot before asking for work, so a claimed run never waits in memory
+		// while its lease runs.
+		select {
+		case slots <- struct{}{}:
+		case <-w.pollCtx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < concurrency {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free, Wait: w.cfg.PollWait})
+		for i := len(tasks); i < free; i++ {
+			<-slots
+		}
+		if err != nil {
+			if w.pollCtx.Err() != nil {
+				return
+			}
+			w.log.Warn("jobs.poll.failed", "queue", queue, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-w.pollCtx.Done():
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		for _, t := range tasks {
+			w.inflight.Add(1)
+			go func(t frontend.Task) {
+				defer w.inflight.Done()
+				defer func() { <-slots }()
+				w.handle(t)
+			}(t)
+		}
+	}
+}
+
+// handle runs one claimed task to the end of its claim.
+func (w *Worker) handle(t frontend.Task) {
+	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
+	rec := &recorder{fe: w.fe, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq}
+	def, ok := w.cfg.Registry.Get(t.Job)
+	if !ok {
+		// Another worker may host it: hand it back without spending an attempt.
+		log.Warn("jobs.job.unknown")
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now().Add(5 * time.Second)})
+		return
+	}
+	cfg := def.Config()
+	info := jobs.RunInfo{RunID: t.RunID, Job: t.Job, Queue: t.Queue, Attempt: t.Attempt,
+		Actor: jobs.Actor{Tenant: t.Tenant, EnqueuedBy: t.EnqueuedBy}}
+
+	ex, out, err := w.execution(t, def, info, rec)
+	if err != nil {
+		log.Error("jobs.run.start-failed", "err", err)
+		// The claim lapses and the run is tried again; nothing was written.
+		return
+	}
+	h := w.hold(t, ex)
+
+	var deadline <-chan time.Time
+	if cfg.Timeout > 0 {
+		tm := w.clock.NewTimer(cfg.Timeout)
+		defer tm.Stop()
+		deadline = tm.C()
+	}
+	var o replay.Outcome
+	select {
+	case o = <-out:
+	case <-deadline:
+		// Cancel the body BEFORE failing the attempt: the failure makes the run claimable by
+		// another worker, and a body still running past it would be a second copy of the run.
+		cause := jobs.Errorf(jobs.CodeTimeout, "the attempt passed the job's timeout of %s", cfg.Timeout)
+		ex.Abort(cause)
+		w.release(h)
+		w.fail(rec, log, cfg, t, cause, "")
+		w.background.Add(1)
+		go func() {
+			defer w.background.Done()
+			select {
+			case late := <-out:
+				log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
+			case <-ex.Exited():
+			}
+		}()
+		return
+	}
+	w.release(h)
+	if cause := ex.Aborted(); cause != nil {
+		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
+		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
+		return
+	}
+	switch o.Kind {
+	case replay.Completed:
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdComplete, Output: o.Result})
+		w.metrics.done(t.Queue, "completed")
+	case replay.Failed:
+		w.fail(rec, log, cfg, t, o.Err, o.Step)
+	case replay.Blocked:
+		log.Error("jobs.run.blocked", "err", o.Err)
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdBlock, Code: string(jobs.CodeOf(o.Err)), Error: o.Err.Error()})
+		w.metrics.done(t.Queue, "blocked")
+	case replay.Suspended:
+		if o.Parked && w.cache != nil {
+			w.cache.Add(t.RunID, &parked{ex: ex})
+		}
+	}
+}
+
+// execution resumes the run's parked body when this worker has it and the history since is only
+// its wake-up; otherwise it replays the run from its history.
+func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunInfo, rec *recorder) (*replay.Execution, <-chan replay.Outcome, error) {
+	ctx := context.Background()
+	if w.cache != nil {
+		if p, ok := w.cache.Peek(t.RunID); ok {
+			events, err := w.fe.History(ctx, t.RunID, p.ex.LastSeq())
+			if err == nil {
+				if out, ok := p.ex.Resume(events, rec, info); ok {
+					p.taken = true
+					w.cache.Remove(t.RunID)
+					w.metrics.resumed.Inc()
+					return p.ex, out, nil
+				}
+			}
+			w.cache.Remove(t.RunID) // stale: evicted, then replayed below
+		}
+	}
+	events, err := w.fe.History(ctx, t.RunID, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.metrics.replayed.Inc()
+	return replay.Start(w.cfg.BaseContext(), replay.Config{Def: def, Info: info, Clock: w.clock,
+		Recorder: rec, Park: w.cache != nil}, events)
+}
+
+func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t frontend.Task, cause error, step string) {
+	d := cfg.Retry.Decide(t.Attempt, cause)
+	cmd := frontend.Command{Kind: frontend.CmdFail, Attempt: t.Attempt, Code: string(jobs.CodeOf(cause)),
+		Error: cause.Error(), Step: step, Stop: d.Stop}
+	if d.Stop == "" {
+		cmd.RetryAt = w.clock.Now().Add(d.RetryIn)
+	} else if d.Stop == "terminal" {
+		// Say why a run stopped at attempt 1 of 5.
+		cmd.Error = fmt.Sprintf("%s (stopped at attempt %d of %d: %s is terminal)", cause.Error(), t.Attempt, cfg.Retry.Attempts, orPlain(cmd.Code))
+	} else {
+		cmd.Error = fmt.Sprintf("%s (attempt %d of %d: attempts exhausted)", cause.Error(), t.Attempt, cfg.Retry.Attempts)
+	}
+	level := slog.LevelWarn
+	if d.Stop != "" {
+		level = slog.LevelError
+	}
+	log.Log(context.Background(), level, "jobs.attempt.failed", "code", cmd.Code, "class", d.Class,
+		"step", step, "stop", d.Stop, "retry_in", d.RetryIn, "err", cause)
+	w.finalize(rec, log, cmd)
+	if d.Stop != "" {
+		w.metrics.done(t.Queue, "failed")
+	} else {
+		w.metrics.done(t.Queue, "retried")
+	}
+}
+
+func orPlain(code string) string {
+	if code == "" {
+		return "a plain error"
+	}
+	return code
+}
+
+// finalize records the command that ends a claim.
+func (w *Worker) finalize(rec *recorder, log *slog.Logger, cmd frontend.Command) {
+	if _, err := rec.Record(context.Background(), []frontend.Command{cmd}); err != nil {
+		log.Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
+	}
+}
+
+// recorder is the replay.Recorder of one claim.
+type recorder struct {
+	fe     frontend.Frontend
+	runID  string
+	fence  int64
+	worker string
+	mu     sync.Mutex
+	seq    int64
+}
+
+// Record sends the commands, resending (marked as a retry) when the outcome is unknown.
+func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Commands: cmds}
+	backoff := 20 * time.Millisecond
+	for try := 1; ; try++ {
+		resp, err := r.fe.Record(ctx, req)
+		if err == nil {
+			r.seq = resp.LastSeq
+			return resp, nil
+		}
+		if !transient(err) || try == 6 {
+			return resp, err
+		}
+		req.Retry = true
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return resp, err
+		}
+		backoff *= 2
+	}
+}
+
+// transient reports whether a record may be resent: the store or the network failed, not a rule.
+func transient(err error) bool {
+	switch jobs.CodeOf(err) {
+	case jobs.CodeCommitUnknown, jobs.CodeStoreUnavailable, jobs.CodeInternal:
+		return true
+	case "":
+		return !errors.Is(err, context.Canceled)
+	}
+	return false
+}
