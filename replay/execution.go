@@ -52,6 +52,8 @@ type Outcome struct {
 	Step string
 	// Parked is true on Suspended when the body is parked and can be resumed with Resume.
 	Parked bool
+	// Waiting is true on Suspended when the body waits for an event (not a sleep).
+	Waiting bool
 }
 
 // Config sets up an execution.
@@ -302,7 +304,7 @@ func (e *Execution) suspend(idx int) call {
 		e.parked = idx
 	}
 	e.mu.Unlock()
-	e.finish(Outcome{Kind: Suspended, Parked: park})
+	e.finish(Outcome{Kind: Suspended, Parked: park, Waiting: e.cs.list[idx].kind == kindWait})
 	if !park {
 		e.exit()
 	}

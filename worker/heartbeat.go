@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -13,20 +14,32 @@ import (
 func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
 	h := &held{runID: t.RunID, queue: t.Queue, fence: t.Fence, ex: ex, lastLanded: w.clock.Now()}
 	w.mu.Lock()
-	w.leases[t.RunID] = h
-	if t.Lease > 0 {
+	w.leases[h.key()] = h
+	changed := t.Lease > 0 && t.Lease != w.lease
+	if changed {
 		w.lease = t.Lease
 	}
 	w.mu.Unlock()
+	if changed {
+		// The loop sleeps on an interval derived from the lease it knew; re-arm it.
+		select {
+		case w.hbKick <- struct{}{}:
+		default:
+		}
+	}
 	return h
 }
+
+// key identifies a claim: the same run can be claimed again by this worker after its lease
+// lapsed, and the stale claim must still be found and declared lost.
+func (h *held) key() string { return fmt.Sprintf("%s#%d", h.runID, h.fence) }
 
 // release stops tracking a claim. It happens BEFORE the claim's final record, so a renewal still
 // in flight when the run finishes is not mistaken for a lost lease.
 func (w *Worker) release(h *held) {
 	w.mu.Lock()
-	if w.leases[h.runID] == h {
-		delete(w.leases, h.runID)
+	if w.leases[h.key()] == h {
+		delete(w.leases, h.key())
 	}
 	w.mu.Unlock()
 }
@@ -58,6 +71,9 @@ func (w *Worker) heartbeatLoop() {
 		case <-w.hbStop:
 			tick.Stop()
 			return
+		case <-w.hbKick:
+			tick.Stop()
+			continue
 		case <-tick.C:
 		}
 		w.checkLost(lease)
@@ -99,7 +115,7 @@ func (w *Worker) renew(timeout time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, h := range batch {
-		if w.leases[h.runID] != h {
+		if w.leases[h.key()] != h {
 			continue // finished while the renewal was on the wire: not a loss
 		}
 		if err != nil {

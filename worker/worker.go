@@ -77,6 +77,7 @@ type Worker struct {
 	inflight   sync.WaitGroup
 	background sync.WaitGroup
 	hbStop     chan struct{}
+	hbKick     chan struct{}
 }
 
 // parked is a suspended run's execution kept for a wake-up on this worker.
@@ -133,7 +134,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
-		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer)}
+		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1)}
 	if cfg.StickyRuns > 0 {
 		cache, err := lru.NewWithEvict(cfg.StickyRuns, func(_ string, p *parked) {
 			if !p.taken {
@@ -302,6 +303,8 @@ func (w *Worker) handle(t frontend.Task) {
 			case late := <-out:
 				log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
 			case <-ex.Exited():
+			case <-w.hbStop:
+				// Shutting down: a body that ignores its context cannot be waited for.
 			}
 		}()
 		return
@@ -324,9 +327,35 @@ func (w *Worker) handle(t frontend.Task) {
 		w.metrics.done(t.Queue, "blocked")
 	case replay.Suspended:
 		if o.Parked && w.cache != nil {
-			w.cache.Add(t.RunID, &parked{ex: ex})
+			p := &parked{ex: ex}
+			w.cache.Add(t.RunID, p)
+			if o.Waiting {
+				// eventPoll bounds how long a wait stays parked here: an event may take days, and
+				// a parked goroutine is memory held for it. Past the bound the body is unwound;
+				// the wait itself is durable, and its wake-up replays the run.
+				w.unparkAfter(t.RunID, p, cfg.EventPoll)
+			}
 		}
 	}
+}
+
+// unparkAfter evicts a parked run after d unless it was resumed or evicted first.
+func (w *Worker) unparkAfter(runID string, p *parked, d time.Duration) {
+	tm := w.clock.NewTimer(d)
+	w.background.Add(1)
+	go func() {
+		defer w.background.Done()
+		select {
+		case <-tm.C():
+			if cur, ok := w.cache.Peek(runID); ok && cur == p {
+				w.cache.Remove(runID)
+			}
+		case <-p.ex.Exited():
+			tm.Stop()
+		case <-w.hbStop:
+			tm.Stop()
+		}
+	}()
 }
 
 // execution resumes the run's parked body when this worker has it and the history since is only

@@ -81,7 +81,9 @@ func (e *Env) Worker(cfg worker.Config, defs ...jobs.Definition) *worker.Worker 
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	cfg.Frontend = e.Engine
+	if cfg.Frontend == nil {
+		cfg.Frontend = e.Engine
+	}
 	cfg.Registry = reg
 	if cfg.Clock == nil {
 		cfg.Clock = e.Clock

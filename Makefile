@@ -1,0 +1,28 @@
+# The whole test suite, against every store: memory, SQLite and a throwaway PostgreSQL 15 that
+# scripts/with-postgres.sh starts (and stops, even when tests fail) with TEST_DATABASE_URL set.
+GO        ?= go
+TESTFLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: test test-short bench build vet engine worker
+
+test:
+	$(GO) vet ./...
+	scripts/with-postgres.sh $(GO) test $(TESTFLAGS) ./...
+
+# Without Postgres: its tests skip.
+test-short:
+	$(GO) test $(TESTFLAGS) ./...
+
+# Benchmarks against the machine's commit ceiling and peers; writes BENCHMARKS.md.
+bench:
+	scripts/with-postgres.sh bench/run.sh
+
+build:
+	$(GO) build -o bin/engine ./cmd/engine
+	$(GO) build -o bin/worker ./cmd/worker
+
+engine:
+	$(GO) run ./cmd/engine
+
+vet:
+	$(GO) vet ./...

@@ -1,0 +1,411 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// An app's own codes, classified beside their declaration, as the registry asks.
+const (
+	codeInvoiceRejected jobs.Code = "X_INVOICE_REJECTED"
+	codeGatewayBusy     jobs.Code = "X_GATEWAY_BUSY"
+)
+
+var _ = jobs.RegisterErrorRetry(map[jobs.Code]jobs.RetryClass{
+	codeInvoiceRejected: jobs.Terminal,
+	codeGatewayBusy:     jobs.RetryAfter,
+})
+
+// failing defines a job that fails with errs[attempt-1] (nil: succeeds).
+func failing(name string, policy jobs.RetryPolicy, errs ...error) (*jobs.Job[int, int], *atomic.Int32) {
+	var calls atomic.Int32
+	j := jobs.MustDefine(name, func(int) string { return "k" }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, in int) (int, error) {
+			return jobs.Step(c, "call", func(context.Context) (int, error) {
+				n := int(calls.Add(1))
+				if n <= len(errs) && errs[n-1] != nil {
+					return 0, errs[n-1]
+				}
+				return n, nil
+			})
+		}, jobs.Retry(policy))
+	return j, &calls
+}
+
+func attempts(t *testing.T, env *testenv.Env, id string) []history.AttemptFailed {
+	var out []history.AttemptFailed
+	for _, ev := range env.History(id) {
+		if ev.Kind == history.KindAttemptFailed {
+			p, err := ev.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p.(history.AttemptFailed))
+		}
+	}
+	return out
+}
+
+func TestRetrySchedulePrints(t *testing.T) {
+	p := jobs.RetryPolicy{Attempts: 5, Backoff: jobs.Exponential, Delay: time.Second}
+	if got := fmt.Sprint(p.Schedule()); got != "[1s 2s 4s 8s]" {
+		t.Fatalf("schedule %s", got)
+	}
+	if got := p.String(); got != "5 attempts, exponential, 1s → 1s, 2s, 4s, 8s" {
+		t.Fatalf("string %q", got)
+	}
+	fixed := jobs.RetryPolicy{Attempts: 3, Backoff: jobs.Fixed, Delay: 5 * time.Second}
+	if got := fmt.Sprint(fixed.Schedule()); got != "[5s 5s]" {
+		t.Fatalf("fixed %s", got)
+	}
+	capped := jobs.RetryPolicy{Attempts: 6, Delay: time.Second, MaxDelay: 5 * time.Second}
+	if got := fmt.Sprint(capped.Schedule()); got != "[1s 2s 4s 5s 5s]" {
+		t.Fatalf("capped %s", got)
+	}
+}
+
+func TestTerminalErrorDeadLettersOnTheAttemptItHappened(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		j, calls := failing("invoice", jobs.RetryPolicy{Attempts: 5},
+			jobs.Errorf(codeInvoiceRejected, "card declined"))
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		run := env.Await(id, store.StateFailed)
+		if calls.Load() != 1 || run.Attempt != 1 || run.StopReason != history.StopTerminal {
+			t.Fatalf("calls=%d attempt=%d stop=%q; want one terminal attempt", calls.Load(), run.Attempt, run.StopReason)
+		}
+		if !strings.Contains(run.Error, "attempt 1 of 5") || run.ErrorCode != string(codeInvoiceRejected) {
+			t.Fatalf("the last error must say why it stopped at attempt 1 of 5: %s %q", run.ErrorCode, run.Error)
+		}
+		a := attempts(t, env, id)
+		if len(a) != 1 || a[0].Stop != history.StopTerminal {
+			t.Fatalf("history attempts %+v", a)
+		}
+		view, err := env.Engine.InspectRun(context.Background(), id)
+		if err != nil || view.StopReason != "terminal" || len(view.Attempts) != 1 {
+			t.Fatalf("inspect: %+v %v", view.RunSummary, err)
+		}
+		dead, err := env.Engine.InspectDeadLetters(context.Background(), store.ListParams{})
+		if err != nil || len(dead) != 1 || dead[0].ID != id {
+			t.Fatalf("dead letters %+v %v", dead, err)
+		}
+	})
+}
+
+func TestRetryAfterIsHonouredAndClamped(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		busy := func(d time.Duration) error {
+			return &jobs.Error{Code: codeGatewayBusy, Message: "busy", RetryAfter: d}
+		}
+		j, _ := failing("gateway", jobs.RetryPolicy{Attempts: 5, Delay: time.Second, MaxDelay: 4 * time.Second},
+			busy(3*time.Second), busy(time.Minute), jobs.Errorf(jobs.CodeOverloaded, "no retry-after named"), errors.New("plain"))
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		var got []time.Duration
+		for len(got) < 4 {
+			env.Await(id, store.StateDelayed)
+			a := attempts(t, env, id)
+			last := a[len(a)-1]
+			got = append(got, last.RetryAt.Sub(env.Clock.Now()))
+			env.Advance(last.RetryAt.Sub(env.Clock.Now()))
+			env.Await(id, store.StateDelayed, store.StateCompleted)
+		}
+		env.Await(id, store.StateCompleted)
+		// 3s as named; 1m clamped to maxDelay; retry-after without a delay falls back to the
+		// backoff (attempt 3: 4s); a plain error takes the backoff (attempt 4: 8s → capped 4s).
+		want := []time.Duration{3 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("waits %v, want %v", got, want)
+		}
+	})
+}
+
+func TestUnclassifiedErrorsExhaustAttempts(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		boom := errors.New("boom")
+		j, calls := failing("flaky", jobs.RetryPolicy{Attempts: 3, Backoff: jobs.Fixed, Delay: time.Minute}, boom, boom, boom, boom)
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		for i := 0; i < 2; i++ {
+			env.Await(id, store.StateDelayed)
+			env.Advance(time.Minute)
+		}
+		run := env.Await(id, store.StateFailed)
+		if calls.Load() != 3 || run.StopReason != history.StopAttemptsExhausted || run.Attempt != 3 {
+			t.Fatalf("calls=%d stop=%q attempt=%d", calls.Load(), run.StopReason, run.Attempt)
+		}
+	})
+}
+
+func TestRetryFromStepKeepsEarlierStepsAndAudits(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var a, b, c atomic.Int32
+		j := jobs.MustDefine("pipeline", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (int, error) {
+				jobs.Step(ctx, "a", func(context.Context) (int, error) { return int(a.Add(1)), nil })
+				jobs.Step(ctx, "b", func(context.Context) (int, error) { return int(b.Add(1)), nil })
+				return jobs.Step(ctx, "c", func(context.Context) (int, error) {
+					if c.Add(1) == 1 {
+						return 0, jobs.Errorf(codeInvoiceRejected, "rejected")
+					}
+					return 3, nil
+				})
+			})
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		env.Await(id, store.StateFailed)
+		if _, err := env.Engine.Retry(context.Background(), engine.RetryRequest{RunID: id, FromStep: "nope"}); !jobs.HasCode(err, jobs.CodeStepNotFound) {
+			t.Fatalf("unknown step: %v", err)
+		}
+		if _, err := env.Engine.Retry(context.Background(), engine.RetryRequest{RunID: id, FromStep: "b", By: "ops@acme", Reason: "fixed the gateway"}); err != nil {
+			t.Fatal(err)
+		}
+		env.Await(id, store.StateCompleted)
+		if a.Load() != 1 || b.Load() != 2 || c.Load() != 2 {
+			t.Fatalf("a=%d b=%d c=%d; want a kept, b and c re-run; history %v", a.Load(), b.Load(), c.Load(), testenv.Kinds(env.History(id)))
+		}
+		view, _ := env.Engine.InspectRun(context.Background(), id)
+		if len(view.Retries) != 1 || view.Retries[0].By != "ops@acme" || view.Retries[0].FromStep != "b" {
+			t.Fatalf("audit %+v", view.Retries)
+		}
+		if _, err := env.Engine.Retry(context.Background(), engine.RetryRequest{RunID: id}); !jobs.HasCode(err, jobs.CodeJobNotRetryable) {
+			t.Fatalf("retry of a completed run: %v", err)
+		}
+	})
+}
+
+// recordingFrontend wraps the engine to observe what a worker sends.
+type recordingFrontend struct {
+	frontend.Frontend
+	onRecord    func(frontend.RecordRequest)
+	onHeartbeat func(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error, bool)
+}
+
+func (r *recordingFrontend) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if r.onRecord != nil {
+		r.onRecord(req)
+	}
+	return r.Frontend.Record(ctx, req)
+}
+
+func (r *recordingFrontend) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	if r.onHeartbeat != nil {
+		if resp, err, ok := r.onHeartbeat(ctx, req); ok {
+			return resp, err
+		}
+	}
+	return r.Frontend.Heartbeat(ctx, req)
+}
+
+// logBuffer captures log records for assertions on the seed's signal names.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+func TestTimeoutCancelsBeforeFailingAndAbandonedBodyIsRefused(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var bodyCtx atomic.Pointer[jobs.Ctx]
+		entered, release := make(chan struct{}), make(chan struct{})
+		var releaseOnce sync.Once
+		t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+		lateErr := make(chan error, 1)
+		var calls atomic.Int32
+		j := jobs.MustDefine("slow", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				if calls.Add(1) > 1 {
+					return 0, nil
+				}
+				bodyCtx.Store(c)
+				close(entered)
+				<-release // ignores its context
+				_, err := jobs.Step(c, "late", func(context.Context) (int, error) { return 1, nil })
+				lateErr <- err
+				return 1, nil
+			}, jobs.Timeout(time.Minute))
+		var cancelledFirst atomic.Bool
+		fe := &recordingFrontend{Frontend: env.Engine, onRecord: func(r frontend.RecordRequest) {
+			if r.Commands[0].Kind == frontend.CmdFail && r.Commands[0].Code == string(jobs.CodeTimeout) {
+				cancelledFirst.Store(bodyCtx.Load().Err() != nil)
+			}
+		}}
+		logs := &logBuffer{}
+		env.Worker(worker.Config{Frontend: fe, Logger: logs.logger(), StickyRuns: -1}, j)
+		id := enqueue(t, env, j, 1)
+		<-entered
+		env.Fake().Advance(time.Minute)
+		env.Await(id, store.StateDelayed)
+		if !cancelledFirst.Load() {
+			t.Fatal("the attempt failed before the body's context was cancelled")
+		}
+		if a := attempts(t, env, id); len(a) != 1 || a[0].Code != string(jobs.CodeTimeout) {
+			t.Fatalf("attempts %+v", a)
+		}
+		releaseOnce.Do(func() { close(release) })
+		if err := <-lateErr; !jobs.HasCode(err, jobs.CodeAborted) {
+			t.Fatalf("a write after the deadline: %v, want X_ABORTED", err)
+		}
+		waitLog(t, logs, "jobs.timeout.abandoned")
+		if n := countKind(env, id, "StepCompleted:late"); n != 0 {
+			t.Fatal("the abandoned body's write landed")
+		}
+	})
+}
+
+func waitLog(t *testing.T, logs *logBuffer, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), msg) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s logged; logs:\n%s", msg, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStepTimeoutCancelsTheStepThenFailsIt(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		stepCancelled := make(chan error, 1)
+		entered := make(chan struct{})
+		var calls atomic.Int32
+		j := jobs.MustDefine("slow-step", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				return jobs.Step(c, "fetch", func(ctx context.Context) (int, error) {
+					if calls.Add(1) == 1 {
+						close(entered)
+						<-ctx.Done()
+						stepCancelled <- context.Cause(ctx)
+					}
+					return 1, nil
+				})
+			}, jobs.StepTimeout(10*time.Second), jobs.Retry(jobs.RetryPolicy{Attempts: 2}))
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		<-entered
+		env.Fake().Advance(10 * time.Second)
+		if err := <-stepCancelled; !jobs.HasCode(err, jobs.CodeStepTimeout) {
+			t.Fatalf("step context cause %v", err)
+		}
+		env.Await(id, store.StateDelayed)
+		a := attempts(t, env, id)
+		if len(a) != 1 || a[0].Code != string(jobs.CodeStepTimeout) || a[0].Step != "fetch" {
+			t.Fatalf("attempts %+v", a)
+		}
+		env.Advance(time.Second)
+		env.Await(id, store.StateCompleted)
+	})
+}
+
+func TestHangingHeartbeatIsCaughtAsLeaseLost(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{Clock: clock.Real{}, Lease: 300 * time.Millisecond}, func(t *testing.T, env *testenv.Env) {
+		aborted := make(chan error, 1)
+		var calls atomic.Int32
+		j := jobs.MustDefine("long", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				if calls.Add(1) == 1 {
+					<-c.Done()
+					aborted <- context.Cause(c)
+				}
+				return 0, nil
+			})
+		hang := make(chan struct{})
+		defer close(hang)
+		fe := &recordingFrontend{Frontend: env.Engine, onHeartbeat: func(ctx context.Context, _ frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error, bool) {
+			select { // a store that never answers
+			case <-hang:
+			case <-ctx.Done():
+			}
+			return frontend.HeartbeatResponse{}, ctx.Err(), true
+		}}
+		logs := &logBuffer{}
+		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.logger()}, j)
+		enqueue(t, env, j, 1)
+		if err := <-aborted; !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
+			t.Fatalf("cause %v, want X_JOB_LEASE_LOST", err)
+		}
+		waitLog(t, logs, "jobs.lease.lost")
+		waitLog(t, logs, "jobs.heartbeat.failed")
+		if w.LeasesLost("default") < 1 {
+			t.Fatal("job_leases_lost_total not counted")
+		}
+	})
+}
+
+func TestNoLeaseLostOnCleanCompletion(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{Clock: clock.Real{}, Lease: 300 * time.Millisecond}, func(t *testing.T, env *testenv.Env) {
+		j := jobs.MustDefine("quick", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				time.Sleep(15 * time.Millisecond)
+				return jobs.Step(c, "s", func(context.Context) (int, error) { return in, nil })
+			})
+		// Renewals are slow, so many are on the wire when their run completes; the engine then
+		// answers X_JOB_LEASE_LOST for the finished run, which must not be reported.
+		fe := &recordingFrontend{Frontend: env.Engine, onHeartbeat: func(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error, bool) {
+			time.Sleep(40 * time.Millisecond)
+			return frontend.HeartbeatResponse{}, nil, false
+		}}
+		logs := &logBuffer{}
+		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.logger(), HeartbeatInterval: 5 * time.Millisecond, Concurrency: 8}, j)
+		ids := make([]string, 40)
+		for i := range ids {
+			ids[i] = enqueue(t, env, j, i)
+		}
+		for _, id := range ids {
+			env.Await(id, store.StateCompleted)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if strings.Contains(logs.String(), "jobs.lease.lost") || w.LeasesLost("default") != 0 {
+			t.Fatalf("lease lost reported for finished runs:\n%s", logs.String())
+		}
+	})
+}
+
+func TestCodesRegistry(t *testing.T) {
+	seen := map[jobs.Code]bool{}
+	for _, c := range jobs.Codes() {
+		if seen[c.Code] || !strings.HasPrefix(string(c.Code), "X_") || c.Meaning == "" || c.Class == "" {
+			t.Fatalf("bad registry row %+v", c)
+		}
+		seen[c.Code] = true
+	}
+	for _, c := range []jobs.Code{jobs.CodeAborted, jobs.CodeJobLeaseLost, jobs.CodeJobSlotLost, jobs.CodeJobNotCancellable,
+		jobs.CodeJobConcurrencyUnenforced, jobs.CodeJobMaxAttempts, jobs.CodeStepDuplicate, jobs.CodeReplayDiverged} {
+		if !seen[c] {
+			t.Errorf("%s missing from the registry", c)
+		}
+	}
+	if jobs.ClassOf(codeInvoiceRejected) != jobs.Terminal || jobs.ClassOf("X_NOBODY_CLASSIFIED_THIS") != jobs.Unclassified {
+		t.Fatal("app classification not applied")
+	}
+}

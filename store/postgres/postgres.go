@@ -1,0 +1,490 @@
+// Package postgres is the production store.Store: PostgreSQL through pgx/v5 and pgxpool, shared by
+// any number of engine and worker processes.
+//
+// # Layout
+//
+// All tables live in one schema (Config.Schema, "jobs" by default), so the engine's tables can sit
+// beside an application's own. Every statement names the schema explicitly ({S}.runs, …; see
+// sql.go) rather than relying on search_path: a search_path set per connection (AfterConnect)
+// would hold for this pool's own connections, but silently not for a connection that loses or
+// never had that session state (DISCARD ALL or RESET ALL, a pooler in front of the server handing
+// server connections from client to client), and the failure there is reading or writing another
+// schema's tables. A qualified statement means the same thing on every connection.
+//
+// The schema is created and migrated by Migrate (Open calls it): the migrations are embedded
+// (migrations/NNN_name.up.sql), recorded in <schema>.schema_migrations, and applied in one
+// transaction under an advisory lock, so processes starting together migrate once.
+//
+// # Round trips
+//
+// A transaction here is a short series of pipelines (pgx.Batch): BEGIN travels in the first
+// pipeline with the statements that lock and read, COMMIT in the last with the writes, and each
+// pipeline is one round trip. Multi-row writes are one statement over arrays (unnest), so the
+// count of round trips of a call does not grow with the number of rows. RunApply, the group-commit
+// path, is two round trips for any batch: lock and read, then write and commit.
+//
+// # Locks
+//
+// Lock order, which is what keeps these transactions free of deadlocks: advisory locks first, in
+// ascending key order (event names, slot keys); then run rows, always in id order and all in one
+// statement; then the timer, wait and delivery rows of runs already locked. Timer and wait rows of
+// a run are written only under its run row lock, so a transaction that holds the run lock reads
+// them knowing nobody else is changing them. Claims, lease expiry and timer firing take run rows
+// with SKIP LOCKED: they never wait on a row, they pass over it.
+//
+// # Notifications
+//
+// Store implements store.Notifier with LISTEN/NOTIFY: every transaction that makes runs ready
+// notifies "<schema>_ready" with the queue, and every one that arms a timer notifies
+// "<schema>_timer". Notifications are sent at commit and only if it commits.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Config configures a Store.
+type Config struct {
+	// URL is the database, as a postgres:// URL or a key=value string (see pgxpool.ParseConfig;
+	// pool_* parameters in it are honoured unless a field below overrides them). Required.
+	URL string
+
+	// Schema is the schema holding the engine's tables; Migrate creates it if it is missing. It
+	// must be a plain lower-case identifier ([a-z_][a-z0-9_]*) of at most 57 bytes: it also
+	// names the notification channels "<schema>_ready" and "<schema>_timer", and Postgres caps a
+	// channel name at 63 bytes. Defaults to "jobs".
+	Schema string
+
+	// MaxConns is the most connections the pool opens. Group commit keeps the engine's writes on
+	// few connections, but claims, heartbeats, timer firing and publishes each hold one for a
+	// round trip or two. Subscribe uses a connection of its own, outside the pool. Defaults to 16.
+	MaxConns int
+
+	// Logger receives what the store does on its own: the notification listener losing its
+	// connection and reconnecting. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultSchema   = "jobs"
+	defaultMaxConns = 16
+	maxSchemaLen    = 63 - len("_ready")
+)
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// withDefaults validates c and fills in its defaults.
+func (c Config) withDefaults() (Config, error) {
+	if c.URL == "" {
+		return c, jobs.Errorf(jobs.CodeDriverUnavailable, "postgres: Config.URL is empty")
+	}
+	if c.Schema == "" {
+		c.Schema = defaultSchema
+	}
+	if !schemaName.MatchString(c.Schema) || len(c.Schema) > maxSchemaLen {
+		return c, jobs.Errorf(jobs.CodeBadRequest,
+			"postgres: schema %q: want a lower-case identifier ([a-z_][a-z0-9_]*) of at most %d bytes",
+			c.Schema, maxSchemaLen)
+	}
+	if c.MaxConns < 0 {
+		return c, jobs.Errorf(jobs.CodeBadRequest, "postgres: MaxConns %d is negative", c.MaxConns)
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = defaultMaxConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Store is the Postgres store. It is safe for concurrent use, from any number of processes.
+type Store struct {
+	pool      *pgxpool.Pool
+	sql       *statements
+	schema    string
+	chReady   string          // NOTIFY channel: a run of the payload's queue became ready
+	chTimer   string          // NOTIFY channel: a timer was armed
+	listenCfg *pgx.ConnConfig // Subscribe's connections
+	log       *slog.Logger
+
+	// closing ends the listeners of Subscribe when the store closes; wg waits for them. mu
+	// orders a Subscribe against Close, so no listener starts after Close has waited.
+	closing context.Context
+	close   context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
+
+// Open migrates the schema (see Migrate) and opens a pool of connections to it.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, nil)
+}
+
+// open is Open; tune, when set, adjusts the pool's configuration first (tests wrap the network
+// connection with it).
+func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: parse URL")
+	}
+	pcfg.MaxConns = int32(cfg.MaxConns)
+	if pcfg.MinConns > pcfg.MaxConns {
+		pcfg.MinConns = pcfg.MaxConns
+	}
+	if tune != nil {
+		tune(pcfg)
+	}
+	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open pool")
+	}
+	closing, cancel := context.WithCancel(context.Background())
+	return &Store{
+		pool:      pool,
+		sql:       newStatements(cfg.Schema),
+		schema:    cfg.Schema,
+		chReady:   cfg.Schema + "_ready",
+		chTimer:   cfg.Schema + "_timer",
+		listenCfg: pcfg.ConnConfig.Copy(),
+		log:       cfg.Logger,
+		closing:   closing,
+		close:     cancel,
+	}, nil
+}
+
+// Close ends the listeners started by Subscribe and closes the pool, waiting for connections in
+// use to be returned. Closing twice is harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.close()
+	s.wg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// q returns the statement named n, rendered for this store's schema.
+func (s *Store) q(n stmt) string { return s.sql[n] }
+
+// ---- transactions as pipelines ----
+
+// txn is one transaction on one pooled connection, sent as pipelines: the first pipeline opens
+// it (BEGIN goes ahead of its statements) and commit closes it (COMMIT goes after the last
+// statements). A transaction of k dependent steps so costs k round trips, not k+2.
+type txn struct {
+	s     *Store
+	op    string
+	conn  *pgxpool.Conn
+	begun bool
+	done  bool
+}
+
+func (s *Store) begin(ctx context.Context, op string) (*txn, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, unavailable(op, err)
+	}
+	return &txn{s: s, op: op, conn: conn}, nil
+}
+
+// batch returns an empty pipeline; the transaction's first one starts with BEGIN.
+func (t *txn) batch() *pgx.Batch {
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.s.q(stmtBegin))
+		t.begun = true
+	}
+	return b
+}
+
+// send runs b, one round trip. Results are read by the callbacks queued with the statements.
+func (t *txn) send(ctx context.Context, b *pgx.Batch) error {
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		return unavailable(t.op, err)
+	}
+	return nil
+}
+
+// commit runs b followed by COMMIT, one round trip. An error is X_COMMIT_UNKNOWN when COMMIT may
+// have reached the server and the answer was lost with the connection: the transaction may or
+// may not have committed, and only reading the data again can tell. When the server answered
+// with an error, or nothing was sent, it did not commit.
+func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
+	b.Queue(t.s.q(stmtCommit))
+	err := t.conn.SendBatch(ctx, b).Close()
+	t.done = true
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return unavailable(t.op, err)
+	}
+	return jobs.Wrap(jobs.CodeCommitUnknown, err, "postgres %s: the connection was lost with COMMIT in flight", t.op)
+}
+
+// release returns the connection to the pool, first rolling back a transaction left open (a
+// refusal or an error before commit). A connection that cannot roll back is closed rather than
+// reused.
+func (t *txn) release() {
+	pc := t.conn.Conn().PgConn()
+	if !pc.IsClosed() && pc.TxStatus() != 'I' {
+		// The caller's context may be the reason we are here (cancelled mid-call), so the
+		// rollback gets a context of its own.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := t.conn.Exec(ctx, t.s.q(stmtRollback)); err != nil {
+			_ = t.conn.Conn().Close(ctx)
+		}
+		cancel()
+	}
+	t.conn.Release()
+}
+
+// ---- errors ----
+
+// unavailable wraps a database error as X_STORE_UNAVAILABLE; a *jobs.Error passes through.
+func unavailable(op string, err error) error {
+	var je *jobs.Error
+	if errors.As(err, &je) {
+		return err
+	}
+	return jobs.Wrap(jobs.CodeStoreUnavailable, err, "postgres %s", op)
+}
+
+// isUniqueViolation reports whether err is a unique violation of the named constraint (index).
+func isUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
+}
+
+func notFound(id string) error { return jobs.Errorf(jobs.CodeRunNotFound, "run %s", id) }
+
+// ---- lock keys ----
+
+// lockKey is the advisory lock key of (schema, kind, name). It is computed here rather than with
+// hashtext() in SQL so that a transaction taking several can sort them first: locks taken in one
+// global order cannot deadlock. A collision of two names only makes them share a lock.
+func (s *Store) lockKey(kind, name string) int64 {
+	h := fnv.New64a()
+	for _, p := range []string{s.schema, kind, name} {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return int64(h.Sum64())
+}
+
+// eventLock serialises RunPublish and the lookback check of RunApply for one event name.
+func (s *Store) eventLock(name string) int64 { return s.lockKey("event", name) }
+
+func (s *Store) slotLock(key string) int64 { return s.lockKey("slot", key) }
+
+// ---- values ----
+
+// pgTime is t as Postgres keeps it: microseconds, and (read back by pgx) in UTC. Results built in
+// Go pass through it so they equal what a later read returns.
+func pgTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Truncate(time.Microsecond).UTC()
+}
+
+// ts is t as a nullable timestamptz: the zero time is NULL.
+func ts(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+func fromTS(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// strs makes a nil slice an empty one: pgx sends a nil slice as NULL, and NULL is not the empty
+// array (a NULL match would match nothing).
+func strs(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// scanRun reads a row of the run columns (runColumns, in that order).
+func scanRun(row pgx.Row) (store.Run, error) {
+	var r store.Run
+	var state string
+	var lease, ready, finished pgtype.Timestamptz
+	err := row.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
+		&state, &r.Attempt, &r.Fence, &r.WorkerID, &lease, &ready, &r.LastSeq, &r.Result, &r.ErrorCode,
+		&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &finished)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.State = store.State(state)
+	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(lease), fromTS(ready), fromTS(finished)
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, nil
+}
+
+// collectRuns reads every row of rows into runs (keyed by id) and, if order is not nil, appends
+// the ids in row order.
+func collectRuns(rows pgx.Rows, into map[string]*store.Run, order *[]string) error {
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return err
+		}
+		into[r.ID] = &r
+		if order != nil {
+			*order = append(*order, r.ID)
+		}
+	}
+	return rows.Err()
+}
+
+// cloneRun copies the run's byte slices so a caller never aliases another caller's memory.
+func cloneRun(r store.Run) store.Run {
+	r.Input = slices.Clone(r.Input)
+	r.Result = slices.Clone(r.Result)
+	return r
+}
+
+// ---- multi-row writes ----
+
+// eventRows accumulates history rows for one multi-row INSERT.
+type eventRows struct {
+	runs  []string
+	seqs  []int64
+	kinds []string
+	names []string
+	ats   []time.Time
+	data  [][]byte
+}
+
+// add appends e to run r (whose LastSeq it advances) and returns the event as stored.
+func (w *eventRows) add(r *store.Run, e history.Event) history.Event {
+	r.LastSeq++
+	e.Seq = r.LastSeq
+	e.At = pgTime(e.At)
+	e.Data = slices.Clone(e.Data)
+	w.runs = append(w.runs, r.ID)
+	w.seqs = append(w.seqs, e.Seq)
+	w.kinds = append(w.kinds, string(e.Kind))
+	w.names = append(w.names, e.Name)
+	w.ats = append(w.ats, e.At)
+	w.data = append(w.data, e.Data)
+	return e
+}
+
+func (w *eventRows) queue(s *Store, b *pgx.Batch) {
+	if len(w.runs) > 0 {
+		b.Queue(s.q(stmtHistoryAppend), w.runs, w.seqs, w.kinds, w.names, w.ats, w.data)
+	}
+}
+
+// timerRows accumulates timers to arm in one multi-row upsert. A key armed twice in one batch
+// keeps the last (ON CONFLICT cannot touch one row twice in a statement).
+type timerRows struct {
+	idx  map[[2]string]int
+	rows []timerRow
+}
+
+type timerRow struct {
+	runID string
+	store.Timer
+}
+
+func (w *timerRows) add(runID string, t store.Timer) {
+	if w.idx == nil {
+		w.idx = map[[2]string]int{}
+	}
+	k := [2]string{runID, t.Key}
+	if i, ok := w.idx[k]; ok {
+		w.rows[i].Timer = t
+		return
+	}
+	w.idx[k] = len(w.rows)
+	w.rows = append(w.rows, timerRow{runID, t})
+}
+
+// drop forgets the timers of run id (it finished in this batch: nothing is left to wake).
+func (w *timerRows) drop(id string) {
+	kept := w.rows[:0]
+	for _, r := range w.rows {
+		if r.runID != id {
+			kept = append(kept, r)
+		}
+	}
+	w.rows = kept
+	clear(w.idx)
+	for i, r := range w.rows {
+		w.idx[[2]string{r.runID, r.Key}] = i
+	}
+}
+
+func (w *timerRows) queue(s *Store, b *pgx.Batch) {
+	if len(w.rows) == 0 {
+		return
+	}
+	n := len(w.rows)
+	runs, keys, fireKinds, fireNames := make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
+	dues, fireAts := make([]time.Time, n), make([]pgtype.Timestamptz, n)
+	fireData := make([][]byte, n)
+	for i, r := range w.rows {
+		runs[i], keys[i], dues[i] = r.runID, r.Key, r.DueAt
+		if r.Fire != nil {
+			k := string(r.Fire.Kind)
+			fireKinds[i], fireNames[i], fireAts[i], fireData[i] = &k, r.Fire.Name, ts(r.Fire.At), r.Fire.Data
+		}
+	}
+	b.Queue(s.q(stmtTimersArm), runs, keys, dues, fireKinds, fireNames, fireAts, fireData)
+	b.Queue(s.q(stmtNotify), s.chTimer, []string{""})
+}
+
+// notifyReady queues the wake-up notification for the queues of runs that became ready.
+func (s *Store) notifyReady(b *pgx.Batch, queues []string) {
+	if len(queues) == 0 {
+		return
+	}
+	slices.Sort(queues)
+	b.Queue(s.q(stmtNotify), s.chReady, slices.Compact(queues))
+}

@@ -1,0 +1,680 @@
+package postgres
+
+// Tests of what store/storetest cannot see from the interface: migrations racing, the round
+// trips a call costs, a commit whose outcome is lost with the connection, LISTEN/NOTIFY, two
+// processes sharing one schema, and batches that only this backend's pipelining makes tricky.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func runID(n int) string { return fmt.Sprintf("00000000-0000-7000-8000-%012d", n) }
+
+func newRun(n int, queue string) store.CreateRunParams {
+	r := store.Run{ID: runID(n), Job: "job", Queue: queue, Key: fmt.Sprintf("key-%d", n), State: store.StateReady,
+		Attempt: 1, ReadyAt: t0, CreatedAt: t0, Input: []byte("in")}
+	return store.CreateRunParams{Run: r, Started: history.New(t0, history.RunStarted{Job: r.Job, Queue: queue, Key: r.Key})}
+}
+
+// runningRuns creates n runs in queue q and claims them all for worker "w".
+func runningRuns(t testing.TB, s *Store, first, n int, q string) []store.Run {
+	t.Helper()
+	ctx := context.Background()
+	ps := make([]store.CreateRunParams, n)
+	for i := range ps {
+		ps[i] = newRun(first+i, q)
+	}
+	if _, err := s.RunCreate(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{q}, Limit: n, Now: t0,
+		LeaseUntil: t0.Add(time.Hour), StickyBefore: t0})
+	if err != nil || len(runs) != n {
+		t.Fatalf("RunClaim: %d runs, %v; want %d", len(runs), err, n)
+	}
+	return runs
+}
+
+func stepMutation(r store.Run, name string) store.Mutation {
+	return store.Mutation{RunID: r.ID, Fence: r.Fence, Now: t0.Add(time.Second),
+		Events: []history.Event{history.New(t0, history.StepCompleted{StepName: name, Output: []byte(name)})}}
+}
+
+func applyAll(t testing.TB, s *Store, ms []store.Mutation) []store.MutationResult {
+	t.Helper()
+	res, err := s.RunApply(context.Background(), ms)
+	if err != nil {
+		t.Fatalf("RunApply: %v", err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("RunApply mutation %d: %v", i, r.Err)
+		}
+	}
+	return res
+}
+
+// ---- migrations ----
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	schema := FreshSchema(t)
+	ctx := context.Background()
+
+	// Without the advisory lock, the racing CREATE SCHEMA / CREATE TABLE statements fail with
+	// unique violations on the catalogs, and two ledgers could both record a migration.
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = Migrate(ctx, Config{URL: url, Schema: schema}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Migrate %d: %v", i, err)
+		}
+	}
+	if err := Migrate(ctx, Config{URL: url, Schema: schema}); err != nil {
+		t.Errorf("Migrate again: %v", err)
+	}
+
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows, versions int
+	err = conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT version) FROM "+pgx.Identifier{schema}.Sanitize()+
+		".schema_migrations").Scan(&rows, &versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(ms) || versions != len(ms) {
+		t.Errorf("ledger holds %d rows of %d versions, want each of the %d migrations once", rows, versions, len(ms))
+	}
+	var tables int
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = $1", schema).Scan(&tables)
+	if err != nil || tables != 8 { // runs history timers waits events deliveries slots schema_migrations
+		t.Errorf("schema %s has %d tables, %v; want 8", schema, tables, err)
+	}
+}
+
+func TestConfigIsValidated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	if _, err := Open(ctx, Config{}); jobs.CodeOf(err) != jobs.CodeDriverUnavailable {
+		t.Errorf("Open without a URL: %v, want %s", err, jobs.CodeDriverUnavailable)
+	}
+	for _, schema := range []string{"Jobs", "jobs-x", `jobs"; DROP TABLE x; --`, "1jobs", strings.Repeat("j", 58)} {
+		_, err := Open(ctx, Config{URL: "postgres://localhost/x", Schema: schema})
+		if jobs.CodeOf(err) != jobs.CodeBadRequest {
+			t.Errorf("Open with schema %q: %v, want %s", schema, err, jobs.CodeBadRequest)
+		}
+	}
+	c, err := Config{URL: "postgres://localhost/x"}.withDefaults()
+	if err != nil || c.Schema != "jobs" || c.MaxConns != defaultMaxConns || c.Logger == nil {
+		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}
+
+// TestSchemasAreIsolated: two stores on two schemas of one database share nothing, not even a
+// run id.
+func TestSchemasAreIsolated(t *testing.T) {
+	t.Parallel()
+	a := OpenTest(t, Config{})
+	b := OpenTest(t, Config{})
+	ctx := context.Background()
+	pa, pb := newRun(1, "q"), newRun(1, "q")
+	pa.Run.Input, pb.Run.Input = []byte("a"), []byte("b")
+	for _, c := range []struct {
+		s *Store
+		p store.CreateRunParams
+	}{{a, pa}, {b, pb}} {
+		res, err := c.s.RunCreate(ctx, []store.CreateRunParams{c.p})
+		if err != nil || res[0].Deduped {
+			t.Fatalf("RunCreate in %s: %v, %+v", c.s.schema, err, res)
+		}
+	}
+	for _, c := range []struct {
+		s    *Store
+		want string
+	}{{a, "a"}, {b, "b"}} {
+		if r, err := c.s.RunGet(ctx, runID(1)); err != nil || string(r.Input) != c.want {
+			t.Errorf("RunGet in %s: %q, %v; want input %q", c.s.schema, r.Input, err, c.want)
+		}
+	}
+}
+
+// ---- the wire: round trips and cut connections ----
+
+// wire wraps every connection of a pool: it counts round trips (a read that returns data after
+// a write, however many reads and writes each side takes) and can cut the connection right
+// after a chosen write, as a network failure with that write in flight would.
+type wire struct {
+	trips atomic.Int64
+	// cutAt, when > 0, counts writes down; the write that brings it to 0 is sent, and then the
+	// connection is closed under the client.
+	cutAt atomic.Int64
+}
+
+type wireConn struct {
+	net.Conn
+	w     *wire
+	wrote atomic.Bool
+}
+
+func (c *wireConn) Write(p []byte) (int, error) {
+	// Marked before writing: the answer may be read (on pgconn's background reader) before
+	// Write returns.
+	c.wrote.Store(true)
+	n, err := c.Conn.Write(p)
+	if c.w.cutAt.Load() > 0 && c.w.cutAt.Add(-1) == 0 {
+		c.Conn.Close()
+	}
+	return n, err
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.wrote.Swap(false) {
+		c.w.trips.Add(1)
+	}
+	return n, err
+}
+
+// openWired opens a store on a fresh schema whose one connection goes through a wire.
+func openWired(t *testing.T) (*Store, *wire) {
+	t.Helper()
+	w := &wire{}
+	s, err := open(context.Background(), Config{URL: testURL(t), Schema: FreshSchema(t), MaxConns: 1},
+		func(c *pgxpool.Config) {
+			c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &wireConn{Conn: conn, w: w}, nil
+			}
+			// A liveness ping on acquire would be a round trip of its own.
+			c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, w
+}
+
+// TestRoundTrips pins the round trips of the hot calls, after the statement cache is warm (the
+// first use of a statement on a connection costs one more, to prepare it). RunApply must not
+// grow with the batch: a group commit of 32 steps costs what one step costs.
+func TestRoundTrips(t *testing.T) {
+	t.Parallel()
+	s, w := openWired(t)
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 64, "q")
+
+	steps := func(rs []store.Run, name string) []store.Mutation {
+		ms := make([]store.Mutation, len(rs))
+		for i, r := range rs {
+			ms[i] = stepMutation(r, name)
+		}
+		return ms
+	}
+	count := func(what string, want int64, call func()) {
+		t.Helper()
+		call() // warm: prepares the statements on the connection
+		w.trips.Store(0)
+		call()
+		if got := w.trips.Load(); got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		}
+	}
+	i := 0
+	next := func() string { i++; return fmt.Sprintf("s%d", i) }
+	count("RunApply, 1 step", 2, func() { applyAll(t, s, steps(runs[:1], next())) })
+	count("RunApply, 32 steps", 2, func() { applyAll(t, s, steps(runs[:32], next())) })
+	count("RunApply, 64 steps", 2, func() { applyAll(t, s, steps(runs, next())) })
+
+	// A mixed batch: steps, a suspension on a wait (lookback query, advisory lock, wait and
+	// timer rows), a hand-back and a completion.
+	sets := [][]store.Run{runningRuns(t, s, 100, 4, "m1"), runningRuns(t, s, 200, 4, "m2")}
+	count("RunApply, mixed batch", 2, func() {
+		rs := sets[0]
+		sets = sets[1:]
+		ms := steps(rs[:1], "s")
+		ms = append(ms, store.Mutation{RunID: rs[1].ID, Fence: rs[1].Fence, Now: t0, Transition: store.Transition{
+			State: store.StateSuspended, Sticky: true, Timers: []store.Timer{{Key: "w", DueAt: t0.Add(time.Hour)}},
+			Wait: &store.Wait{Name: "w", Event: "paid", Match: []string{`order=1`}, LookbackFrom: t0}}})
+		ms = append(ms, store.Mutation{RunID: rs[2].ID, Fence: rs[2].Fence, Now: t0,
+			Transition: store.Transition{State: store.StateReady}})
+		ms = append(ms, store.Mutation{RunID: rs[3].ID, Fence: rs[3].Fence, Now: t0,
+			Transition: store.Transition{State: store.StateCompleted, Result: []byte("r")}})
+		applyAll(t, s, ms)
+	})
+
+	created := 1000
+	count("RunCreate, 32 runs", 2, func() {
+		ps := make([]store.CreateRunParams, 32)
+		for j := range ps {
+			ps[j] = newRun(created+j, "c")
+		}
+		created += 32
+		if _, err := s.RunCreate(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	})
+	count("RunClaim", 1, func() {
+		if _, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"c"}, Limit: 8, Now: t0,
+			LeaseUntil: t0.Add(time.Hour), StickyBefore: t0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	count("RunHeartbeat, 64 leases", 1, func() {
+		leases := make([]store.Lease, len(runs))
+		for j, r := range runs {
+			leases[j] = store.Lease{RunID: r.ID, Fence: r.Fence}
+		}
+		if _, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Leases: leases, Now: t0,
+			LeaseUntil: t0.Add(2 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	count("HistoryRead", 1, func() {
+		if _, err := s.HistoryRead(ctx, runs[0].ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestCommitOutcomeUnknown cuts the connection right after the pipeline that carries COMMIT is
+// sent. The call cannot know whether it committed and says so (X_COMMIT_UNKNOWN); reading the
+// history answers it, which is how the engine recovers. Cut one pipeline earlier, the call
+// knows nothing committed (X_STORE_UNAVAILABLE).
+func TestCommitOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	s, w := openWired(t)
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 2, "q")
+	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm"), stepMutation(runs[1], "warm")})
+
+	// RunApply (warm) writes twice: lock and read, then write and commit.
+	w.cutAt.Store(1)
+	_, err := s.RunApply(ctx, []store.Mutation{stepMutation(runs[0], "lost-before-commit")})
+	if jobs.CodeOf(err) != jobs.CodeStoreUnavailable {
+		t.Errorf("cut after the first pipeline: %v, want %s", err, jobs.CodeStoreUnavailable)
+	}
+
+	// The pool dials a new connection; warm it (its statements are prepared on first use).
+	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again")})
+	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again 2")})
+
+	w.cutAt.Store(2)
+	_, err = s.RunApply(ctx, []store.Mutation{stepMutation(runs[1], "in-flight")})
+	if jobs.CodeOf(err) != jobs.CodeCommitUnknown {
+		t.Fatalf("cut after the COMMIT pipeline: %v, want %s", err, jobs.CodeCommitUnknown)
+	}
+
+	// The pool replaced the cut connection. Whether the server read COMMIT before it saw the
+	// connection go is a race (the client's socket answers the server's output with a reset,
+	// which can discard input the server has not read yet): the step is in the history once, or
+	// not at all, and reading the history is the only way to know.
+	names := func(id string) []string {
+		evs, err := s.HistoryRead(ctx, id, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	if got := names(runs[0].ID); !slices.Equal(got, []string{"warm", "warm again", "warm again 2"}) {
+		t.Errorf("run 1 history %v: the step cut before COMMIT must not be there", got)
+	}
+	// Give the server's side of the cut connection time to finish or abort its transaction.
+	deadline := time.Now().Add(2 * time.Second)
+	got := names(runs[1].ID)
+	for !slices.Equal(got, []string{"warm", "in-flight"}) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		got = names(runs[1].ID)
+	}
+	switch {
+	case slices.Equal(got, []string{"warm", "in-flight"}):
+		t.Log("the in-flight commit committed")
+	case slices.Equal(got, []string{"warm"}):
+		t.Log("the in-flight commit rolled back")
+	default:
+		t.Errorf("run 2 history %v: want the in-flight step once or not at all", got)
+	}
+	// Either way the run is consistent and the store goes on.
+	applyAll(t, s, []store.Mutation{stepMutation(runs[1], "after")})
+}
+
+// ---- notifications ----
+
+func TestSubscribe(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs, err := s.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, want store.Signal) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case got, ok := <-sigs:
+				if !ok {
+					t.Fatalf("%s: the channel closed", what)
+				}
+				if got == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("%s: no %+v within 10s", what, want)
+			}
+		}
+	}
+
+	if _, err := s.RunCreate(ctx, []store.CreateRunParams{newRun(1, "orders")}); err != nil {
+		t.Fatal(err)
+	}
+	expect("create", store.Signal{Queue: "orders"})
+
+	r := runningRuns(t, s, 2, 1, "mail")[0]
+	applyAll(t, s, []store.Mutation{{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
+		State: store.StateSuspended, Timers: []store.Timer{{Key: "sleep", DueAt: t0.Add(time.Minute)}}}}})
+	expect("a timer armed", store.Signal{Timer: true})
+	if _, err := s.TimerFire(ctx, t0.Add(time.Minute), 10); err != nil {
+		t.Fatal(err)
+	}
+	expect("a timer fired", store.Signal{Queue: "mail"})
+
+	r = runningRuns(t, s, 10, 1, "billing")[0]
+	expect("create billing", store.Signal{Queue: "billing"}) // so the next one is the delivery's
+	applyAll(t, s, []store.Mutation{{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
+		State: store.StateSuspended, Wait: &store.Wait{Name: "w", Event: "paid", LookbackFrom: t0.Add(time.Hour)}}}})
+	if d, err := s.RunPublish(ctx, store.PublishParams{ID: "e1", Name: "paid", Now: t0.Add(2 * time.Hour)}); err != nil || len(d.Delivered) != 1 {
+		t.Fatalf("RunPublish: %+v, %v", d, err)
+	}
+	expect("an event delivered", store.Signal{Queue: "billing"})
+
+	// The listener's connection dies: it reconnects, says so with a timer signal, and listens on.
+	var pid int32
+	err = s.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query = $1`,
+		fmt.Sprintf(`LISTEN "%s_timer"`, s.schema)).Scan(&pid)
+	if err != nil {
+		t.Fatalf("find the listener: %v", err)
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	expect("reconnected", store.Signal{Timer: true})
+	if _, err := s.RunCreate(ctx, []store.CreateRunParams{newRun(3, "after")}); err != nil {
+		t.Fatal(err)
+	}
+	expect("create after the reconnect", store.Signal{Queue: "after"})
+
+	cancel()
+	for range sigs { // closed once the listener is done
+	}
+}
+
+// ---- two processes ----
+
+// TestTwoStoresShareASchema runs the races of the contract between two stores (two pools, as two
+// processes would have) on one schema: timer services firing, and a publish racing a wait.
+func TestTwoStoresShareASchema(t *testing.T) {
+	t.Parallel()
+	schema := FreshSchema(t)
+	a := OpenTest(t, Config{Schema: schema})
+	b := OpenTest(t, Config{Schema: schema})
+	ctx := context.Background()
+
+	const n = 120
+	runs := runningRuns(t, a, 1, n, "q")
+	ms := make([]store.Mutation, n)
+	for i, r := range runs {
+		fired := history.New(t0, history.TimerFired{TimerName: "sleep"})
+		ms[i] = store.Mutation{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
+			State: store.StateSuspended, Timers: []store.Timer{{Key: "sleep", DueAt: t0.Add(time.Duration(i%4) * time.Minute), Fire: &fired}}}}
+	}
+	applyAll(t, a, ms)
+	var mu sync.Mutex
+	woken := map[string]int{}
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b, a, b} {
+		wg.Go(func() {
+			for {
+				w, err := s.TimerFire(ctx, t0.Add(time.Hour), 5)
+				if err != nil {
+					t.Errorf("TimerFire: %v", err)
+					return
+				}
+				if len(w) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, x := range w {
+					woken[x.RunID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		if woken[r.ID] != 1 {
+			t.Errorf("run %s woken %d times", r.ID, woken[r.ID])
+		}
+		evs, err := b.HistoryRead(ctx, r.ID, 0, 0)
+		if err != nil || len(evs) != 2 || evs[1].Kind != history.KindTimerFired {
+			t.Errorf("run %s history %v, %v; want RunStarted, TimerFired", r.ID, evs, err)
+		}
+	}
+
+	// A wait registered through a while b publishes the matching event.
+	for i := range 30 {
+		r := runningRuns(t, a, 1000+i, 1, fmt.Sprintf("race-%d", i))[0]
+		match := []string{fmt.Sprintf("order=%d", i)}
+		m := store.Mutation{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
+			State: store.StateSuspended, Wait: &store.Wait{Name: "w", Event: "paid", Match: match, LookbackFrom: t0}}}
+		var applied []store.MutationResult
+		var published store.PublishResult
+		var aErr, pErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { applied, aErr = a.RunApply(ctx, []store.Mutation{m}) })
+		wg.Go(func() {
+			published, pErr = b.RunPublish(ctx, store.PublishParams{ID: fmt.Sprintf("e%d", i), Name: "paid",
+				Fields: match, Now: t0})
+		})
+		wg.Wait()
+		if aErr != nil || pErr != nil || applied[0].Err != nil {
+			t.Fatalf("round %d: %v %v %v", i, aErr, pErr, applied)
+		}
+		evs, err := a.HistoryRead(ctx, r.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, e := range evs {
+			if e.Kind == history.KindEventReceived {
+				got++
+			}
+		}
+		byLookback := len(applied[0].Appended) == 1
+		if got != 1 || byLookback == (len(published.Delivered) == 1) {
+			t.Errorf("round %d: %d EventReceived, by lookback %v, by publish %v; want exactly one",
+				i, got, byLookback, published.Delivered)
+		}
+	}
+}
+
+// ---- batches ----
+
+// TestBatchGivesEachWaitOfARunItsOwnEvent: the lookback queries of a batch run before any of it
+// is decided, so two waits of one run in one batch must not both take the earliest event.
+func TestBatchGivesEachWaitOfARunItsOwnEvent(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	for i, at := range []time.Duration{time.Second, 2 * time.Second} {
+		if _, err := s.RunPublish(ctx, store.PublishParams{ID: fmt.Sprintf("e%d", i+1), Name: "e",
+			Fields: []string{"k=1"}, Now: t0.Add(at)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runningRuns(t, s, 1, 1, "q")[0]
+	wait := func(name string) store.Mutation {
+		return store.Mutation{RunID: r.ID, Fence: r.Fence, Now: t0.Add(time.Minute), Transition: store.Transition{
+			State: store.StateSuspended, Wait: &store.Wait{Name: name, Event: "e", Match: []string{"k=1"}, LookbackFrom: t0}}}
+	}
+	res := applyAll(t, s, []store.Mutation{wait("w1"), wait("w2"), wait("w3")})
+	var got []string
+	for _, x := range res[:2] {
+		for _, e := range x.Appended {
+			p, err := e.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.(history.EventReceived).EventID)
+		}
+	}
+	if !slices.Equal(got, []string{"e1", "e2"}) {
+		t.Errorf("the first two waits received %v, want [e1 e2]", got)
+	}
+	if res[2].Run.State != store.StateSuspended || len(res[2].Appended) != 0 {
+		t.Errorf("third wait: %s, appended %d; want it registered", res[2].Run.State, len(res[2].Appended))
+	}
+	if d, err := s.RunPublish(ctx, store.PublishParams{ID: "e3", Name: "e", Fields: []string{"k=1"}, Now: t0.Add(time.Hour)}); err != nil || len(d.Delivered) != 1 {
+		t.Errorf("publish to the registered wait: %v, %v", d, err)
+	}
+}
+
+// TestConcurrentBatchesDoNotDeadlock: group commits over overlapping runs in different orders,
+// heartbeats over them in reverse order, and publishes taking the event lock, all at once. Run
+// locks in id order and advisory locks before run locks keep them from deadlocking; a deadlock
+// would surface as an error (SQLSTATE 40P01) after deadlock_timeout.
+func TestConcurrentBatchesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{MaxConns: 8})
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 24, "q")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range 25 {
+				order := slices.Clone(runs)
+				rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+				ms := make([]store.Mutation, 12)
+				for j := range ms {
+					ms[j] = stepMutation(order[j], fmt.Sprintf("g%d-%d-%d", g, i, j))
+					if j == 0 {
+						// The batch also registers a wait, so it takes an event name's advisory
+						// lock as a suspension does. The run stays running, and nothing is
+						// published after LookbackFrom, so the wait is only registered.
+						ms[j].Wait = &store.Wait{Name: fmt.Sprintf("w%d-%d", g, i), Event: fmt.Sprintf("ev%d", rng.IntN(3)),
+							LookbackFrom: t0.Add(time.Hour)}
+					}
+				}
+				if _, err := s.RunApply(ctx, ms); err != nil {
+					t.Errorf("RunApply: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		leases := make([]store.Lease, len(runs))
+		for j, r := range runs {
+			leases[len(runs)-1-j] = store.Lease{RunID: r.ID, Fence: r.Fence} // descending ids
+		}
+		for range 50 {
+			if _, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Leases: leases, Now: t0,
+				LeaseUntil: t0.Add(time.Hour)}); err != nil {
+				t.Errorf("RunHeartbeat: %v", err)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for i := range 50 {
+			if _, err := s.RunPublish(ctx, store.PublishParams{ID: fmt.Sprintf("p%d", i), Name: fmt.Sprintf("ev%d", i%3), Now: t0}); err != nil {
+				t.Errorf("RunPublish: %v", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	for _, r := range runs {
+		evs, err := s.HistoryRead(ctx, r.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("run %s: event %d has seq %d", r.ID, i, e.Seq)
+			}
+		}
+	}
+}
+
+// ---- benchmark ----
+
+// BenchmarkApplyStep measures what a group commit buys: one RunApply carrying 32 completed steps
+// against one carrying a single step. Both cost the same two round trips and one commit (one
+// WAL flush, fsync on under scripts/with-postgres.sh), so the per-step cost of the batch of 32
+// should be a small fraction of the single step's; mutations/s is the figure to compare with the
+// machine's commit ceiling. Gathering 32 goroutines' steps into one call is the engine's job and
+// is benchmarked there.
+func BenchmarkApplyStep(b *testing.B) {
+	for _, n := range []int{1, 32} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			s := OpenTest(b, Config{MaxConns: 2})
+			runs := runningRuns(b, s, 1, n, "q")
+			ms := make([]store.Mutation, n)
+			ctx := context.Background()
+			i := 0
+			for ; b.Loop(); i++ {
+				for j, r := range runs {
+					ms[j] = stepMutation(r, fmt.Sprintf("s%d", i))
+				}
+				res, err := s.RunApply(ctx, ms)
+				if err != nil || res[0].Err != nil {
+					b.Fatalf("RunApply: %v %v", err, res)
+				}
+			}
+			b.ReportMetric(float64(i*n)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}

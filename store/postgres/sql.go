@@ -1,0 +1,389 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Every statement of the backend, by name. The Go files hold the logic and refer to statements
+// only through these names; the schema's DDL lives in migrations/.
+//
+// Each statement is written once with {S} for the schema; Open renders the whole set for its
+// schema (quoted), so the text is fixed per Store and pgx's per-connection statement cache
+// prepares each statement once and from then on sends only Bind/Execute. Statements that take a
+// variable number of rows take arrays and unnest them, for the same reason: one text, any batch
+// size, one statement per batch rather than one per row.
+//
+// {RUN} and {RUN_R} expand to the run columns in the order scanRun reads them (unqualified and
+// qualified with the alias r).
+type stmt int
+
+const (
+	stmtBegin stmt = iota
+	stmtCommit
+	stmtRollback
+	stmtLock
+	stmtRunInsert
+	stmtRunsLive
+	stmtHistoryAppend
+	stmtTimersArm
+	stmtNotify
+	stmtRunClaim
+	stmtRunsLock
+	stmtRunLock
+	stmtLookback
+	stmtLookbackAny
+	stmtRunsUpdate
+	stmtWaitRegister
+	stmtDeliveriesAdd
+	stmtHeartbeat
+	stmtRunGet
+	stmtRunList
+	stmtRunCancel
+	stmtRunRetry
+	stmtTimersClear
+	stmtWaitsClear
+	stmtRunsExpire
+	stmtRunExists
+	stmtHistoryRead
+	stmtTimersDueRuns
+	stmtTimersDueOf
+	stmtTimersDropDue
+	stmtRunsWake
+	stmtTimerNext
+	stmtEventInsert
+	stmtWaitsCandidates
+	stmtWaitsOf
+	stmtEventPrune
+	stmtQueueStats
+	stmtSlotSweep
+	stmtSlotAcquire
+	stmtSlotRelease
+	stmtListenReady
+	stmtListenTimer
+	stmtMigrateSchema
+	stmtMigrateLedger
+	stmtMigrateApplied
+	stmtMigrateRecord
+	numStmts
+)
+
+// liveStates is the predicate of the idempotency index; a statement that relies on the index
+// (ON CONFLICT) must repeat it exactly.
+const liveStates = `('ready', 'delayed', 'running', 'suspended')`
+
+const runColumns = `id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, fence,
+	worker_id, lease_until, ready_at, last_seq, result, error_code, error, stop_reason, created_at,
+	updated_at, finished_at`
+
+var sqlText = [numStmts]string{
+	stmtBegin:    `BEGIN`,
+	stmtCommit:   `COMMIT`,
+	stmtRollback: `ROLLBACK`,
+
+	// A transaction-scoped advisory lock on a key computed in Go (lockKey), so a transaction that
+	// takes several can take them in ascending order, and two such transactions never deadlock.
+	stmtLock: `SELECT pg_advisory_xact_lock($1)`,
+
+	// RunCreate. Rows are inserted in (job, key) order, so two creates holding overlapping keys
+	// wait on each other in the same order and cannot deadlock; for one key named twice in a
+	// call, the first (ord) is inserted and the second conflicts with it.
+	stmtRunInsert: `
+INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
+	ready_at, last_seq, created_at, updated_at)
+SELECT u.id, u.job, u.queue, u.key, u.tenant, u.no_tenant, u.enqueued_by, u.input, u.state,
+	u.attempt, u.ready_at, 1, u.created_at, u.created_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
+	$8::bytea[], $9::text[], $10::integer[], $11::timestamptz[], $12::timestamptz[])
+	WITH ORDINALITY AS u(id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
+	ready_at, created_at, ord)
+ORDER BY u.job, u.key, u.ord
+ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
+RETURNING id`,
+
+	// The live run holding each (job, key): read after the insert, in a new snapshot, so it sees
+	// the row a concurrent create committed while our insert waited on it.
+	stmtRunsLive: `
+SELECT {RUN} FROM {S}.runs
+WHERE state IN ` + liveStates + `
+	AND (job, key) IN (SELECT j, k FROM unnest($1::text[], $2::text[]) AS p(j, k))`,
+
+	stmtHistoryAppend: `
+INSERT INTO {S}.history (run_id, seq, kind, name, at, data)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::bytea[])`,
+
+	// Timer keys are unique per run: arming a key again moves it.
+	stmtTimersArm: `
+INSERT INTO {S}.timers (run_id, key, due_at, fire_kind, fire_name, fire_at, fire_data)
+SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[],
+	$6::timestamptz[], $7::bytea[])
+ON CONFLICT (run_id, key) DO UPDATE SET due_at = excluded.due_at, fire_kind = excluded.fire_kind,
+	fire_name = excluded.fire_name, fire_at = excluded.fire_at, fire_data = excluded.fire_data`,
+
+	// Notifications are sent at commit, and only if it commits; Postgres folds identical ones
+	// within a transaction.
+	stmtNotify: `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`,
+
+	// RunClaim, in one statement. Each queue is read on its own through runs_ready, in
+	// (ready_at, id) order, under SKIP LOCKED (concurrent claimers pass over each other's rows
+	// instead of queueing on them); the queues' picks are merged and cut to the limit, and the
+	// fences bumped. A single scan over queue = ANY(...) cannot walk the index in order and
+	// would sort every ready run of the queues on each claim. The cost of reading queues apart:
+	// with several queues, up to limit rows per queue are locked and the surplus is left to
+	// other claimers only when this statement commits, a moment later.
+	stmtRunClaim: `
+WITH picked AS (
+	SELECT c.id FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (
+		SELECT r.id, r.ready_at FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = q.name
+			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
+		ORDER BY r.ready_at, r.id
+		LIMIT $4
+		FOR UPDATE SKIP LOCKED
+	) c
+	ORDER BY c.ready_at, c.id
+	LIMIT $4
+)
+UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
+	updated_at = $6
+FROM picked WHERE r.id = picked.id
+RETURNING {RUN_R}`,
+
+	// Every multi-run lock takes its rows in id order, so two of them never deadlock.
+	stmtRunsLock: `SELECT {RUN} FROM {S}.runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+	stmtRunLock:  `SELECT {RUN} FROM {S}.runs WHERE id = $1 FOR UPDATE`,
+
+	// The lookback check of a wait: the earliest events named $1 published at or after $2 whose
+	// fields include the match and that this run has not received. $5 is how many candidates
+	// the batch may need (one per wait of this run in the batch). The candidates are gathered
+	// before they are ordered so that the planner weighs the whole window: asked for the first
+	// row in order, it walks events_lookback through every event of the name in the window
+	// rather than use events_fields to find the few that match.
+	stmtLookback: `
+WITH matching AS MATERIALIZED (
+	SELECT e.id, e.payload, e.published_at, e.pos FROM {S}.events e
+	WHERE e.name = $1 AND e.published_at >= $2 AND e.fields @> $3::text[]
+)
+SELECT m.id, m.payload FROM matching m
+WHERE NOT EXISTS (SELECT 1 FROM {S}.deliveries d WHERE d.run_id = $4 AND d.event_id = m.id)
+ORDER BY m.published_at, m.pos
+LIMIT $5`,
+
+	// The lookback check of a wait with an empty match: every event of the name in the window
+	// matches, so the earliest not yet delivered is found walking events_lookback in order.
+	stmtLookbackAny: `
+SELECT e.id, e.payload FROM {S}.events e
+WHERE e.name = $1 AND e.published_at >= $2
+	AND NOT EXISTS (SELECT 1 FROM {S}.deliveries d WHERE d.run_id = $3 AND d.event_id = e.id)
+ORDER BY e.published_at, e.pos
+LIMIT $4`,
+
+	// RunApply's one run write per batch: each run's new row, computed in Go. result is sent
+	// only when a mutation set it (NULL keeps the stored one), so a completed step does not send
+	// the run's result back to the server.
+	stmtRunsUpdate: `
+UPDATE {S}.runs r SET state = u.state, attempt = u.attempt, worker_id = u.worker_id,
+	lease_until = u.lease_until, ready_at = u.ready_at, last_seq = u.last_seq,
+	result = COALESCE(u.result, r.result), error_code = u.error_code, error = u.error,
+	stop_reason = u.stop_reason, updated_at = u.updated_at, finished_at = u.finished_at
+FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::timestamptz[],
+	$6::timestamptz[], $7::bigint[], $8::bytea[], $9::text[], $10::text[], $11::text[],
+	$12::timestamptz[], $13::timestamptz[])
+	AS u(id, state, attempt, worker_id, lease_until, ready_at, last_seq, result, error_code, error,
+	stop_reason, updated_at, finished_at)
+WHERE r.id = u.id`,
+
+	// One row per wait: match is itself an array, which unnest would flatten.
+	stmtWaitRegister: `
+INSERT INTO {S}.waits (run_id, name, event, match, match_head, lookback_from)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (run_id, name) DO UPDATE SET event = excluded.event, match = excluded.match,
+	match_head = excluded.match_head, lookback_from = excluded.lookback_from`,
+
+	stmtDeliveriesAdd: `
+INSERT INTO {S}.deliveries (run_id, event_id)
+SELECT * FROM unnest($1::text[], $2::text[])
+ON CONFLICT DO NOTHING`,
+
+	// RunHeartbeat, in one statement. The leased runs are locked in id order first (so a
+	// heartbeat and a RunApply over the same runs cannot deadlock) and their fresh state read
+	// under the lock; the ones still held are extended; every lease gets its run's state back so
+	// Go can say why one was refused.
+	stmtHeartbeat: `
+WITH l AS (SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS l(id, fence, ord)),
+locked AS (
+	SELECT r.id, r.state, r.fence FROM {S}.runs r
+	WHERE r.id IN (SELECT id FROM l) ORDER BY r.id FOR UPDATE
+),
+extended AS (
+	UPDATE {S}.runs r SET lease_until = $3
+	FROM locked k
+	WHERE r.id = k.id AND k.state = 'running'
+		AND k.fence IN (SELECT l.fence FROM l WHERE l.id = k.id)
+	RETURNING r.id, r.fence
+)
+SELECT l.ord, COALESCE(k.state, ''),
+	EXISTS (SELECT 1 FROM extended x WHERE x.id = l.id AND x.fence = l.fence)
+FROM l LEFT JOIN locked k ON k.id = l.id`,
+
+	stmtRunGet: `SELECT {RUN} FROM {S}.runs WHERE id = $1`,
+
+	// Newest first. Run ids are time-ordered (UUIDv7), so id order is creation order, and
+	// Before pages with a plain id comparison that the primary key serves.
+	stmtRunList: `
+SELECT {RUN} FROM {S}.runs
+WHERE ($1 = '' OR queue = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR job = $3)
+	AND ($4 = '' OR tenant = $4) AND ($5 = '' OR id < $5)
+ORDER BY id DESC
+LIMIT $6`,
+
+	stmtRunCancel: `
+UPDATE {S}.runs SET state = 'cancelled', worker_id = '', lease_until = NULL, last_seq = $2,
+	updated_at = $3, finished_at = $3
+WHERE id = $1`,
+
+	stmtRunRetry: `
+UPDATE {S}.runs SET state = 'ready', attempt = 1, worker_id = '', lease_until = NULL, ready_at = $2,
+	last_seq = $3, error_code = '', error = '', stop_reason = '', updated_at = $2, finished_at = NULL
+WHERE id = $1`,
+
+	stmtTimersClear: `DELETE FROM {S}.timers WHERE run_id = ANY($1::text[])`,
+	stmtWaitsClear:  `DELETE FROM {S}.waits WHERE run_id = ANY($1::text[])`,
+
+	// RunExpireLeases, in one statement, with the wake-up notification per run (folded by
+	// Postgres to one per queue).
+	stmtRunsExpire: `
+WITH lapsed AS (
+	SELECT id FROM {S}.runs
+	WHERE state = 'running' AND lease_until < $1
+	ORDER BY lease_until
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+),
+woken AS (
+	UPDATE {S}.runs r SET state = 'ready', worker_id = '', lease_until = NULL, ready_at = $1,
+		updated_at = $1
+	FROM lapsed WHERE r.id = lapsed.id
+	RETURNING r.id, r.queue
+)
+SELECT w.id, w.queue FROM woken w, LATERAL (SELECT pg_notify($3, w.queue)) n`,
+
+	stmtRunExists: `SELECT EXISTS (SELECT 1 FROM {S}.runs WHERE id = $1)`,
+
+	stmtHistoryRead: `
+SELECT seq, kind, name, at, data FROM {S}.history
+WHERE run_id = $1 AND seq > $2
+ORDER BY seq
+LIMIT $3`,
+
+	// TimerFire, step 1: lock the runs of the earliest due timers, passing over runs another
+	// transaction holds (another timer service firing them, a worker's write in flight).
+	stmtTimersDueRuns: `
+SELECT {RUN} FROM {S}.runs
+WHERE id IN (SELECT run_id FROM {S}.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2)
+ORDER BY id
+FOR UPDATE SKIP LOCKED`,
+
+	// TimerFire, step 2: the due timers of the runs we locked, read in a snapshot taken after the
+	// locks, so they are exactly what the last holder of each run left.
+	stmtTimersDueOf: `
+SELECT run_id, key, due_at, fire_kind, fire_name, fire_at, fire_data FROM {S}.timers
+WHERE run_id = ANY($1::text[]) AND due_at <= $2
+ORDER BY due_at, run_id, key`,
+
+	stmtTimersDropDue: `DELETE FROM {S}.timers WHERE run_id = ANY($1::text[]) AND due_at <= $2`,
+
+	// A wake-up (timer fired, event delivered): ready now, lease gone, worker_id kept so the
+	// sticky worker gets first call.
+	stmtRunsWake: `
+UPDATE {S}.runs r SET state = 'ready', lease_until = NULL, ready_at = $3, last_seq = u.last_seq,
+	updated_at = $3
+FROM unnest($1::text[], $2::bigint[]) AS u(id, last_seq)
+WHERE r.id = u.id`,
+
+	stmtTimerNext: `SELECT min(due_at) FROM {S}.timers`,
+
+	stmtEventInsert: `
+INSERT INTO {S}.events (id, name, payload, fields, published_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO NOTHING
+RETURNING id`,
+
+	stmtWaitsCandidates: `
+SELECT run_id, name, match FROM {S}.waits
+WHERE event = $1 AND (match_head = '' OR match_head = ANY($2::text[]))`,
+
+	stmtWaitsOf: `
+SELECT run_id, name, match FROM {S}.waits
+WHERE run_id = ANY($1::text[]) AND event = $2
+ORDER BY run_id, name`,
+
+	stmtEventPrune: `
+WITH pruned AS (DELETE FROM {S}.events WHERE published_at < $1 RETURNING id),
+forgotten AS (DELETE FROM {S}.deliveries WHERE event_id IN (SELECT id FROM pruned))
+SELECT count(*) FROM pruned`,
+
+	stmtQueueStats: `
+SELECT queue, state, count(*), min(ready_at) FILTER (WHERE state = 'ready')
+FROM {S}.runs
+GROUP BY queue, state
+ORDER BY queue, state`,
+
+	// Slots: under the key's advisory lock, sweep the lapsed slots, then take or renew ours if
+	// we still hold one or fewer than the limit of others do.
+	stmtSlotSweep: `DELETE FROM {S}.slots WHERE key = $1 AND until <= $2`,
+	stmtSlotAcquire: `
+WITH held AS (
+	SELECT count(*) FILTER (WHERE holder <> $2) AS others, COALESCE(bool_or(holder = $2), false) AS mine
+	FROM {S}.slots WHERE key = $1 AND until > $3
+),
+taken AS (
+	INSERT INTO {S}.slots (key, holder, until)
+	SELECT $1, $2, $4 FROM held WHERE held.mine OR held.others < $5
+	ON CONFLICT (key, holder) DO UPDATE SET until = excluded.until
+	RETURNING 1
+)
+SELECT count(*) > 0 FROM taken`,
+	stmtSlotRelease: `DELETE FROM {S}.slots WHERE key = $1 AND holder = $2`,
+
+	stmtListenReady: `LISTEN {CH_READY}`,
+	stmtListenTimer: `LISTEN {CH_TIMER}`,
+
+	// Migrate. The ledger's applied_at is the database's clock on purpose: it is an audit note
+	// for operators, not an input to any decision.
+	stmtMigrateSchema: `CREATE SCHEMA IF NOT EXISTS {S}`,
+	stmtMigrateLedger: `
+CREATE TABLE IF NOT EXISTS {S}.schema_migrations (
+	version    integer PRIMARY KEY,
+	name       text NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`,
+	stmtMigrateApplied: `SELECT version FROM {S}.schema_migrations`,
+	stmtMigrateRecord:  `INSERT INTO {S}.schema_migrations (version, name) VALUES ($1, $2)`,
+}
+
+// statements is the statement set rendered for one schema.
+type statements [numStmts]string
+
+func newStatements(schema string) *statements {
+	r := schemaReplacer(schema)
+	var s statements
+	for i, text := range sqlText {
+		s[i] = r.Replace(text)
+	}
+	return &s
+}
+
+// schemaReplacer renders {S}, {RUN}, {RUN_R} and the channel names {CH_READY} and {CH_TIMER}
+// for schema. Names are quoted as identifiers, so they can never be read as SQL.
+func schemaReplacer(schema string) *strings.Replacer {
+	qualified := "r." + strings.Join(strings.Fields(runColumns), " r.")
+	return strings.NewReplacer(
+		"{S}", pgx.Identifier{schema}.Sanitize(),
+		"{CH_READY}", pgx.Identifier{schema + "_ready"}.Sanitize(),
+		"{CH_TIMER}", pgx.Identifier{schema + "_timer"}.Sanitize(),
+		"{RUN_R}", qualified,
+		"{RUN}", runColumns,
+	)
+}

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// TimerFire fires due timers in rounds, one transaction each, until limit runs are woken or a
+// round finds nothing it can take. A round is three round trips:
+//
+//  1. BEGIN; lock the runs of the earliest due timers FOR UPDATE SKIP LOCKED. A run another
+//     transaction holds is passed over, not waited for: another timer service is firing it, or
+//     a worker's write is in flight and the next round will see what it left.
+//  2. Read the due timers of the runs we locked, in a snapshot taken after the locks. Timer rows
+//     are written only under their run's lock, so these are exactly what the last holder left,
+//     and a timer another service fired is simply gone: two services never fire one timer.
+//  3. Per run, in due order: a suspended or delayed run wakes (the timer's Fire event appended,
+//     every timer and wait of the run removed, ready now, its worker kept for stickiness); a run
+//     in any other state has its due timers dropped. Then COMMIT.
+//
+// On an error, the runs woken by the rounds that committed before it are returned with it.
+func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]store.Woken, error) {
+	var out []store.Woken
+	for limit <= 0 || len(out) < limit {
+		want := 0
+		if limit > 0 {
+			want = limit - len(out)
+		}
+		woken, took, err := s.timerRound(ctx, now, want)
+		out = append(out, woken...)
+		if err != nil {
+			return out, err
+		}
+		if !took {
+			break
+		}
+	}
+	return out, nil
+}
+
+type dueTimer struct {
+	runID string
+	key   string
+	dueAt time.Time
+	fire  *history.Event
+}
+
+// timerRound is one round of TimerFire: it wakes at most limit runs (limit ≤ 0: no limit) and
+// reports whether it fired or dropped anything.
+func (s *Store) timerRound(ctx context.Context, now time.Time, limit int) ([]store.Woken, bool, error) {
+	t, err := s.begin(ctx, "timer fire")
+	if err != nil {
+		return nil, false, err
+	}
+	defer t.release()
+
+	runs := map[string]*store.Run{}
+	var ids []string
+	b := t.batch()
+	b.Queue(s.q(stmtTimersDueRuns), now, limitArg(limit)).Query(func(rows pgx.Rows) error {
+		return collectRuns(rows, runs, &ids)
+	})
+	if err := t.send(ctx, b); err != nil {
+		return nil, false, err
+	}
+	if len(ids) == 0 {
+		return nil, false, nil
+	}
+
+	var due []dueTimer
+	b = t.batch()
+	b.Queue(s.q(stmtTimersDueOf), ids, now).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var d dueTimer
+			var kind *string
+			var name string
+			var at pgtype.Timestamptz
+			var data []byte
+			if err := rows.Scan(&d.runID, &d.key, &d.dueAt, &kind, &name, &at, &data); err != nil {
+				return err
+			}
+			if kind != nil {
+				d.fire = &history.Event{Kind: history.Kind(*kind), Name: name, At: fromTS(at), Data: data}
+			}
+			due = append(due, d)
+		}
+		return rows.Err()
+	})
+	if err := t.send(ctx, b); err != nil {
+		return nil, false, err
+	}
+	if len(due) == 0 {
+		return nil, false, nil
+	}
+
+	now = pgTime(now)
+	var evs eventRows
+	var woken []store.Woken
+	var wokeIDs, queues, dropped []string
+	var seqs []int64
+	done := map[string]bool{}
+	for _, d := range due {
+		if done[d.runID] {
+			continue // the run woke on an earlier timer, which removed this one
+		}
+		if limit > 0 && len(woken) == limit {
+			break
+		}
+		done[d.runID] = true
+		r := runs[d.runID]
+		if r.State != store.StateSuspended && r.State != store.StateDelayed {
+			// The run woke some other way, or finished: the timer has nothing left to wake.
+			dropped = append(dropped, r.ID)
+			continue
+		}
+		if d.fire != nil {
+			evs.add(r, *d.fire)
+		}
+		wokeIDs = append(wokeIDs, r.ID)
+		seqs = append(seqs, r.LastSeq)
+		queues = append(queues, r.Queue)
+		woken = append(woken, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
+	}
+
+	b = t.batch()
+	evs.queue(s, b)
+	if len(wokeIDs) > 0 {
+		b.Queue(s.q(stmtRunsWake), wokeIDs, seqs, now)
+		b.Queue(s.q(stmtTimersClear), wokeIDs)
+		b.Queue(s.q(stmtWaitsClear), wokeIDs)
+	}
+	if len(dropped) > 0 {
+		b.Queue(s.q(stmtTimersDropDue), dropped, now)
+	}
+	s.notifyReady(b, queues)
+	if err := t.commit(ctx, b); err != nil {
+		return nil, false, err
+	}
+	return woken, len(wokeIDs)+len(dropped) > 0, nil
+}
+
+// TimerNext is the earliest due time of any timer (the timers_due index's first entry).
+func (s *Store) TimerNext(ctx context.Context) (time.Time, bool, error) {
+	var due pgtype.Timestamptz
+	if err := s.pool.QueryRow(ctx, s.q(stmtTimerNext)).Scan(&due); err != nil {
+		return time.Time{}, false, unavailable("timer next", err)
+	}
+	return fromTS(due), due.Valid, nil
+}

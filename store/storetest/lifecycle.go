@@ -1,0 +1,257 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// leased creates run n and claims it for w with a lease until until.
+func leased(t *testing.T, s store.Store, n int, w string, until time.Time) store.Run {
+	t.Helper()
+	p := runParams(n)
+	create(t, s, p)
+	cp := claimParams(w, 1, p.Run.Queue)
+	cp.LeaseUntil = until
+	return claimOne(t, s, cp)
+}
+
+var leaseTests = []test{
+	{"HeartbeatExtendsHeldLeasesOnly", func(t *testing.T, s store.Store) {
+		// B: its lease lapsed and w2 reclaimed it, so w1's fence is stale.
+		stale := leased(t, s, 2, "w1", at(time.Minute))
+		if _, err := s.RunExpireLeases(t.Context(), at(time.Minute+time.Second), 10); err != nil {
+			t.Fatal(err)
+		}
+		p := claimParams("w2", 1, stale.Queue)
+		p.Now, p.StickyBefore, p.LeaseUntil = at(time.Minute+time.Second), at(time.Minute+time.Second), at(time.Hour)
+		claimOne(t, s, p)
+
+		held := leased(t, s, 1, "w1", at(time.Minute))
+		gone := running(t, s, 3)
+		cancel(t, s, gone.ID, appliedAt)
+		parked := inState(t, s, 4, store.StateSuspended)
+
+		errs, err := s.RunHeartbeat(t.Context(), store.HeartbeatParams{WorkerID: "w1", Now: at(30 * time.Second),
+			LeaseUntil: at(10 * time.Minute), Leases: []store.Lease{
+				{RunID: held.ID, Fence: held.Fence},
+				{RunID: stale.ID, Fence: stale.Fence},
+				{RunID: gone.ID, Fence: gone.Fence},
+				{RunID: parked.ID, Fence: parked.Fence},
+				{RunID: runID(99), Fence: 1},
+			}})
+		if err != nil || len(errs) != 5 {
+			t.Fatalf("RunHeartbeat: %v, %d results; want 5", err, len(errs))
+		}
+		if errs[0] != nil {
+			t.Errorf("held lease: %v", errs[0])
+		}
+		wantCode(t, "reclaimed lease", errs[1], jobs.CodeJobLeaseLost)
+		wantCode(t, "cancelled run", errs[2], jobs.CodeAborted)
+		wantCode(t, "suspended run", errs[3], jobs.CodeJobLeaseLost)
+		wantCode(t, "unknown run", errs[4], jobs.CodeRunNotFound)
+
+		wantTime(t, "held LeaseUntil", get(t, s, held.ID).LeaseUntil, at(10*time.Minute))
+		wantTime(t, "reclaimed LeaseUntil", get(t, s, stale.ID).LeaseUntil, at(time.Hour))
+		// Without the heartbeat this lease would have lapsed at one minute.
+		if w, err := s.RunExpireLeases(t.Context(), at(5*time.Minute), 10); err != nil || len(w) != 0 {
+			t.Errorf("RunExpireLeases(5m) = %v, %v; want nothing: the lease was extended", wokenIDs(w), err)
+		}
+	}},
+
+	{"ExpireLeasesReadiesLapsedRuns", func(t *testing.T, s store.Store) {
+		one := leased(t, s, 1, "w1", at(1*time.Minute))
+		leased(t, s, 2, "w1", at(2*time.Minute))
+		leased(t, s, 3, "w1", at(3*time.Minute))
+		parked := inState(t, s, 4, store.StateSuspended)
+		ready := inState(t, s, 5, store.StateReady)
+
+		now := at(2 * time.Minute)
+		w, err := s.RunExpireLeases(t.Context(), now, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The lease ending exactly now has not lapsed before now.
+		if !slices.Equal(wokenIDs(w), []string{one.ID}) || w[0].Queue != one.Queue {
+			t.Fatalf("expired %+v, want only %s", w, one.ID)
+		}
+		got := wantState(t, s, one.ID, store.StateReady)
+		if got.WorkerID != "" {
+			t.Errorf("expired run kept worker %q", got.WorkerID)
+		}
+		wantTime(t, "ReadyAt", got.ReadyAt, now)
+		if got.LastSeq != 1 {
+			t.Errorf("expiring a lease appended events: LastSeq %d", got.LastSeq)
+		}
+		p := claimParams("w2", 1, one.Queue)
+		p.Now, p.StickyBefore = now, now
+		if r := claimOne(t, s, p); r.Fence != 2 {
+			t.Errorf("reclaimed with fence %d, want 2", r.Fence)
+		}
+
+		later := at(10 * time.Minute)
+		var all []string
+		for _, limit := range []int{1, 10, 10} {
+			w, err := s.RunExpireLeases(t.Context(), later, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w) > limit {
+				t.Errorf("RunExpireLeases(limit %d) expired %d", limit, len(w))
+			}
+			all = append(all, wokenIDs(w)...)
+		}
+		if want := []string{runID(1), runID(2), runID(3)}; !sameSet(all, want) {
+			t.Errorf("then expired %v, want %v (run 1 again: its new lease lapsed too)", all, want)
+		}
+		wantState(t, s, parked.ID, store.StateSuspended)
+		wantState(t, s, ready.ID, store.StateReady)
+	}},
+}
+
+var cancelTests = []test{
+	{"CancelsEveryLiveOrBlockedRun", func(t *testing.T, s store.Store) {
+		m := map[string]any{"order": 1}
+		runs := map[store.State]store.Run{
+			store.StateReady:     inState(t, s, 1, store.StateReady),
+			store.StateDelayed:   inState(t, s, 2, store.StateDelayed),
+			store.StateRunning:   inState(t, s, 3, store.StateRunning),
+			store.StateSuspended: waiting(t, s, 4, "paid", m, base),
+			store.StateBlocked:   inState(t, s, 5, store.StateBlocked),
+		}
+		now := at(3 * time.Second)
+		for st, r := range runs {
+			before := len(events(t, s, r.ID))
+			got, err := s.RunCancel(t.Context(), r.ID, cancelled(now), now)
+			if err != nil {
+				t.Errorf("cancel a %s run: %v", st, err)
+				continue
+			}
+			for what, x := range map[string]store.Run{"result": got, "RunGet": get(t, s, r.ID)} {
+				if x.State != store.StateCancelled || x.WorkerID != "" {
+					t.Errorf("%s run, %s: %s with worker %q; want cancelled, none", st, what, x.State, x.WorkerID)
+				}
+				wantTime(t, string(st)+" "+what+" FinishedAt", x.FinishedAt, now)
+			}
+			evs := events(t, s, r.ID)
+			if len(evs) != before+1 || evs[len(evs)-1].Kind != history.KindRunCancelled {
+				t.Errorf("%s run: history %v, want RunCancelled appended", st, kinds(evs))
+			}
+			if c := claim(t, s, claimParams("w", 10, r.Queue)); len(c) != 0 {
+				t.Errorf("claimed a cancelled run: %v", ids(c))
+			}
+		}
+		// Its timers and waits are gone.
+		if due, ok := timerNext(t, s); ok {
+			t.Errorf("a cancelled run's timer is still armed, due %v", due)
+		}
+		if d := publish(t, s, event(t, 1, "paid", m, now)).Delivered; len(d) != 0 {
+			t.Errorf("an event was delivered to cancelled runs %v", d)
+		}
+		// The worker that held the running one is refused.
+		r := runs[store.StateRunning]
+		res := apply(t, s, mutation(r, store.Transition{}, step("x")))[0]
+		wantCode(t, "write after cancel", res.Err, jobs.CodeAborted)
+		errs, err := s.RunHeartbeat(t.Context(), store.HeartbeatParams{WorkerID: r.WorkerID, Now: now,
+			LeaseUntil: at(time.Hour), Leases: []store.Lease{{RunID: r.ID, Fence: r.Fence}}})
+		if err != nil || len(errs) != 1 {
+			t.Fatalf("RunHeartbeat: %v, %v", errs, err)
+		}
+		wantCode(t, "heartbeat after cancel", errs[0], jobs.CodeAborted)
+	}},
+
+	{"FinishedRunIsNotCancellable", func(t *testing.T, s store.Store) {
+		for i, st := range []store.State{store.StateCompleted, store.StateFailed, store.StateCancelled} {
+			r := inState(t, s, i+1, st)
+			before := get(t, s, r.ID)
+			_, err := s.RunCancel(t.Context(), r.ID, cancelled(at(time.Hour)), at(time.Hour))
+			wantCode(t, "cancel a "+string(st)+" run", err, jobs.CodeJobNotCancellable)
+			after := get(t, s, r.ID)
+			if after.State != st || after.LastSeq != before.LastSeq || !after.FinishedAt.Equal(before.FinishedAt) {
+				t.Errorf("a refused cancel changed the %s run: %+v", st, after)
+			}
+		}
+		_, err := s.RunCancel(t.Context(), runID(99), cancelled(appliedAt), appliedAt)
+		wantCode(t, "cancel an unknown run", err, jobs.CodeRunNotFound)
+	}},
+}
+
+func retried(now time.Time) history.Event {
+	return history.New(now, history.RunRetried{By: "operator", Reason: "test"})
+}
+
+var retryTests = []test{
+	{"ReopensFailedAndBlockedRuns", func(t *testing.T, s store.Store) {
+		failed := running(t, s, 1)
+		applyOK(t, s, mutation(failed, store.Transition{State: store.StateFailed, Attempt: 3,
+			ErrorCode: "X_BOOM", Error: "boom", StopReason: history.StopAttemptsExhausted}))
+		blocked := inState(t, s, 2, store.StateBlocked)
+		now := at(time.Hour)
+		for _, r := range []store.Run{failed, blocked} {
+			before := len(events(t, s, r.ID))
+			got, err := s.RunRetry(t.Context(), store.RetryParams{RunID: r.ID, Event: retried(now), Now: now})
+			if err != nil {
+				t.Errorf("retry %s: %v", r.ID, err)
+				continue
+			}
+			for what, x := range map[string]store.Run{"result": got, "RunGet": get(t, s, r.ID)} {
+				if x.State != store.StateReady || x.Attempt != 1 || x.ErrorCode != "" || x.Error != "" ||
+					x.StopReason != "" || x.WorkerID != "" || !x.FinishedAt.IsZero() {
+					t.Errorf("retried %s, %s: %+v; want ready, attempt 1, no error, no worker, not finished", r.ID, what, x)
+				}
+				wantTime(t, what+" ReadyAt", x.ReadyAt, now)
+			}
+			evs := events(t, s, r.ID)
+			if len(evs) != before+1 || evs[len(evs)-1].Kind != history.KindRunRetried {
+				t.Errorf("history %v, want RunRetried appended", kinds(evs))
+			}
+			p := claimParams("w", 1, r.Queue)
+			p.Now, p.StickyBefore = now, now
+			claimOne(t, s, p)
+			// Live again, it holds its key again.
+			again := runParams(10)
+			again.Run.Key = r.Key
+			if res := create(t, s, again)[0]; !res.Deduped || res.Run.ID != r.ID {
+				t.Errorf("create with the retried run's key: Deduped %v onto %s, want onto %s", res.Deduped, res.Run.ID, r.ID)
+			}
+		}
+	}},
+
+	{"OtherStatesAreNotRetryable", func(t *testing.T, s store.Store) {
+		for i, st := range []store.State{store.StateReady, store.StateDelayed, store.StateRunning,
+			store.StateSuspended, store.StateCompleted, store.StateCancelled} {
+			r := inState(t, s, i+1, st)
+			before := get(t, s, r.ID)
+			_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: r.ID, Event: retried(at(time.Hour)), Now: at(time.Hour)})
+			wantCode(t, "retry a "+string(st)+" run", err, jobs.CodeJobNotRetryable)
+			if after := get(t, s, r.ID); after.State != st || after.LastSeq != before.LastSeq {
+				t.Errorf("a refused retry changed the %s run: %+v", st, after)
+			}
+		}
+		_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: runID(99), Event: retried(appliedAt), Now: appliedAt})
+		wantCode(t, "retry an unknown run", err, jobs.CodeRunNotFound)
+	}},
+
+	{"NotWhileANewRunHoldsItsKey", func(t *testing.T, s store.Store) {
+		// A blocked run frees its key; a new run takes it. Reopening the blocked one would make
+		// two live runs of one key (the Postgres unique index refuses it), so it is refused.
+		blocked := inState(t, s, 1, store.StateBlocked)
+		next := runParams(2)
+		next.Run.Key = blocked.Key
+		create(t, s, next)
+		now := at(time.Hour)
+		_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: blocked.ID, Event: retried(now), Now: now})
+		wantCode(t, "retry while the key is held", err, jobs.CodeJobNotRetryable)
+		if got := get(t, s, blocked.ID); got.State != store.StateBlocked || got.LastSeq != blocked.LastSeq {
+			t.Errorf("a refused retry changed the run: %+v", got)
+		}
+		cancel(t, s, next.Run.ID, now)
+		if _, err := s.RunRetry(t.Context(), store.RetryParams{RunID: blocked.ID, Event: retried(now), Now: now}); err != nil {
+			t.Errorf("retry once the key is free: %v", err)
+		}
+	}},
+}
