@@ -119,13 +119,10 @@ func TestRetryAfterIsHonouredAndClamped(t *testing.T) {
 		env.Worker(worker.Config{}, j)
 		id := enqueue(t, env, j, 1)
 		var got []time.Duration
-		for len(got) < 4 {
-			env.Await(id, store.StateDelayed)
-			a := attempts(t, env, id)
-			last := a[len(a)-1]
+		for n := 1; n <= 4; n++ {
+			last := awaitAttempt(t, env, id, n)
 			got = append(got, last.RetryAt.Sub(env.Clock.Now()))
 			env.Advance(last.RetryAt.Sub(env.Clock.Now()))
-			env.Await(id, store.StateDelayed, store.StateCompleted)
 		}
 		env.Await(id, store.StateCompleted)
 		// 3s as named; 1m clamped to maxDelay; retry-after without a delay falls back to the
@@ -137,14 +134,30 @@ func TestRetryAfterIsHonouredAndClamped(t *testing.T) {
 	})
 }
 
+// awaitAttempt waits until the run has n failed attempts and is delayed, and returns the n-th.
+func awaitAttempt(t *testing.T, env *testenv.Env, id string, n int) history.AttemptFailed {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if run := env.Await(id, store.StateDelayed, store.StateRunning, store.StateReady); run.State == store.StateDelayed {
+			if a := attempts(t, env, id); len(a) == n {
+				return a[n-1]
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("run %s never reached failed attempt %d", id, n)
+	return history.AttemptFailed{}
+}
+
 func TestUnclassifiedErrorsExhaustAttempts(t *testing.T) {
 	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
 		boom := errors.New("boom")
 		j, calls := failing("flaky", jobs.RetryPolicy{Attempts: 3, Backoff: jobs.Fixed, Delay: time.Minute}, boom, boom, boom, boom)
 		env.Worker(worker.Config{}, j)
 		id := enqueue(t, env, j, 1)
-		for i := 0; i < 2; i++ {
-			env.Await(id, store.StateDelayed)
+		for n := 1; n <= 2; n++ {
+			awaitAttempt(t, env, id, n)
 			env.Advance(time.Minute)
 		}
 		run := env.Await(id, store.StateFailed)
