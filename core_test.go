@@ -143,52 +143,53 @@ func TestThreeDaySleepAndEventWaitComplete(t *testing.T) {
 }
 
 func TestWorkerKilledMidRunResumesWithoutRerunningSteps(t *testing.T) {
-	env := newEnv(t)
-	var step1, step2, step3 atomic.Int32
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	lateErr := make(chan error, 1)
-	j := jobs.MustDefine("three-steps", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
-		func(ctx *jobs.Ctx, in int) (int, error) {
-			jobs.Step(ctx, "one", func(context.Context) (int, error) { return int(step1.Add(1)), nil })
-			jobs.Step(ctx, "two", func(context.Context) (int, error) { return int(step2.Add(1)), nil })
-			_, err := jobs.Step(ctx, "three", func(context.Context) (int, error) {
-				if step3.Add(1) == 1 {
-					close(entered)
-					<-release // the first worker dies here
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var step1, step2, step3 atomic.Int32
+		entered := make(chan struct{})
+		release := make(chan struct{})
+		lateErr := make(chan error, 1)
+		j := jobs.MustDefine("three-steps", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (int, error) {
+				jobs.Step(ctx, "one", func(context.Context) (int, error) { return int(step1.Add(1)), nil })
+				jobs.Step(ctx, "two", func(context.Context) (int, error) { return int(step2.Add(1)), nil })
+				_, err := jobs.Step(ctx, "three", func(context.Context) (int, error) {
+					if step3.Add(1) == 1 {
+						close(entered)
+						<-release // the first worker dies here
+					}
+					return 3, nil
+				})
+				if step3.Load() == 2 && err != nil {
+					lateErr <- err
 				}
-				return 3, nil
+				return 3, err
 			})
-			if step3.Load() == 2 && err != nil {
-				lateErr <- err
-			}
-			return 3, err
-		})
-	w1 := env.Worker(worker.Config{}, j)
-	id := enqueue(t, env, j, 1)
-	<-entered
+		w1 := env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		<-entered
 
-	// "Kill" the first worker: it stops claiming and renewing, its step is still in flight.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	_ = w1.Stop(ctx)
-	cancel()
-	env.Advance(31 * time.Second) // its lease lapses
-	env.Worker(worker.Config{}, j)
-	env.Await(id, store.StateCompleted)
-	if step1.Load() != 1 || step2.Load() != 1 {
-		t.Fatalf("completed steps ran again: one=%d two=%d", step1.Load(), step2.Load())
-	}
-	if step3.Load() != 2 {
-		t.Fatalf("the step in flight ran %d times, want 2 (once per worker)", step3.Load())
-	}
-	close(release)
-	// The first worker's late write is refused: its fence is stale.
-	if err := <-lateErr; !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
-		t.Fatalf("late write: %v, want X_JOB_LEASE_LOST", err)
-	}
-	if n := countKind(env, id, "StepCompleted:three"); n != 1 {
-		t.Fatalf("step three recorded %d times", n)
-	}
+		// "Kill" the first worker: it stops claiming and renewing, its step is still in flight.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_ = w1.Stop(ctx)
+		cancel()
+		env.Advance(31 * time.Second) // its lease lapses
+		env.Worker(worker.Config{}, j)
+		env.Await(id, store.StateCompleted)
+		if step1.Load() != 1 || step2.Load() != 1 {
+			t.Fatalf("completed steps ran again: one=%d two=%d", step1.Load(), step2.Load())
+		}
+		if step3.Load() != 2 {
+			t.Fatalf("the step in flight ran %d times, want 2 (once per worker)", step3.Load())
+		}
+		close(release)
+		// The first worker's late write is refused: its fence is stale.
+		if err := <-lateErr; !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
+			t.Fatalf("late write: %v, want X_JOB_LEASE_LOST", err)
+		}
+		if n := countKind(env, id, "StepCompleted:three"); n != 1 {
+			t.Fatalf("step three recorded %d times", n)
+		}
+	})
 }
 
 func countKind(env *testenv.Env, id, kind string) int {
@@ -202,153 +203,159 @@ func countKind(env *testenv.Env, id, kind string) int {
 }
 
 func TestEnqueueIsIdempotentWhileLive(t *testing.T) {
-	env := newEnv(t)
-	o := newOnboarding(t)
-	a, err := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Deduped || !b.Deduped || a.RunID != b.RunID {
-		t.Fatalf("second enqueue: %+v after %+v; want the same run, deduped", b, a)
-	}
-	c, _ := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "globex"})
-	if c.Deduped || c.RunID == a.RunID {
-		t.Fatalf("another key must start another run: %+v", c)
-	}
-	if _, err := env.Engine.Cancel(context.Background(), a.RunID, "test"); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
-	if d.Deduped || d.RunID == a.RunID {
-		t.Fatalf("a finished run holds no key: %+v", d)
-	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		o := newOnboarding(t)
+		a, err := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Deduped || !b.Deduped || a.RunID != b.RunID {
+			t.Fatalf("second enqueue: %+v after %+v; want the same run, deduped", b, a)
+		}
+		c, _ := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "globex"})
+		if c.Deduped || c.RunID == a.RunID {
+			t.Fatalf("another key must start another run: %+v", c)
+		}
+		if _, err := env.Engine.Cancel(context.Background(), a.RunID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := o.job.Enqueue(context.Background(), env.Engine, orgInput{OrgID: "acme"})
+		if d.Deduped || d.RunID == a.RunID {
+			t.Fatalf("a finished run holds no key: %+v", d)
+		}
+	})
 }
 
 func TestEventPublishedBeforeTheWaitStillMatches(t *testing.T) {
-	env := newEnv(t)
-	j := jobs.MustDefine("await-payment", func(in string) string { return in }, jobs.NoTenant[string](),
-		func(ctx *jobs.Ctx, order string) (string, error) {
-			p, ok, err := jobs.WaitForEvent[map[string]any](ctx, "paid", "payment.received", jobs.Match{"order": order}, time.Hour)
-			if err != nil || !ok {
-				return "", fmt.Errorf("no payment: %v", err)
-			}
-			return fmt.Sprint(p["amount"]), nil
-		})
-	if _, err := env.Engine.Publish(context.Background(), "payment.received", map[string]any{"order": "o-1", "amount": 42}); err != nil {
-		t.Fatal(err)
-	}
-	env.Fake().Advance(time.Second)
-	env.Worker(worker.Config{}, j)
-	id := enqueue(t, env, j, "o-1")
-	run := env.Await(id, store.StateCompleted)
-	var got string
-	_ = jobs.Decode(run.Result, &got)
-	if got != "42" {
-		t.Fatalf("result %q, want 42", got)
-	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		j := jobs.MustDefine("await-payment", func(in string) string { return in }, jobs.NoTenant[string](),
+			func(ctx *jobs.Ctx, order string) (string, error) {
+				p, ok, err := jobs.WaitForEvent[map[string]any](ctx, "paid", "payment.received", jobs.Match{"order": order}, time.Hour)
+				if err != nil || !ok {
+					return "", fmt.Errorf("no payment: %v", err)
+				}
+				return fmt.Sprint(p["amount"]), nil
+			})
+		if _, err := env.Engine.Publish(context.Background(), "payment.received", map[string]any{"order": "o-1", "amount": 42}); err != nil {
+			t.Fatal(err)
+		}
+		env.Fake().Advance(time.Second)
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, "o-1")
+		run := env.Await(id, store.StateCompleted)
+		var got string
+		_ = jobs.Decode(run.Result, &got)
+		if got != "42" {
+			t.Fatalf("result %q, want 42", got)
+		}
+	})
 }
 
 func TestEventWaitTimeoutIsAnOutcome(t *testing.T) {
-	env := newEnv(t)
-	o := newOnboarding(t)
-	env.Worker(worker.Config{}, o.job)
-	id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
-	env.Await(id, store.StateSuspended)
-	env.Advance(72 * time.Hour)
-	env.Await(id, store.StateSuspended)
-	env.Advance(7*24*time.Hour + time.Second)
-	run := env.Await(id, store.StateCompleted)
-	res, _ := o.job.Result(run.Result)
-	if !res.TimedOut || o.welcome.Load() != 0 {
-		t.Fatalf("want the timeout outcome, got %+v (welcome ran %d)", res, o.welcome.Load())
-	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		o := newOnboarding(t)
+		env.Worker(worker.Config{}, o.job)
+		id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
+		env.Await(id, store.StateSuspended)
+		env.Advance(72 * time.Hour)
+		env.Await(id, store.StateSuspended)
+		env.Advance(7*24*time.Hour + time.Second)
+		run := env.Await(id, store.StateCompleted)
+		res, _ := o.job.Result(run.Result)
+		if !res.TimedOut || o.welcome.Load() != 0 {
+			t.Fatalf("want the timeout outcome, got %+v (welcome ran %d)", res, o.welcome.Load())
+		}
+	})
 }
 
 func TestDuplicateStepNameIsTerminal(t *testing.T) {
-	env := newEnv(t)
-	j := jobs.MustDefine("dup", func(in int) string { return "k" }, jobs.NoTenant[int](),
-		func(ctx *jobs.Ctx, in int) (int, error) {
-			jobs.Step(ctx, "charge", func(context.Context) (int, error) { return 1, nil })
-			// A body that swallows the error must still not get past it.
-			jobs.Step(ctx, "charge", func(context.Context) (int, error) { return 2, nil })
-			return 0, nil
-		}, jobs.Retry(jobs.RetryPolicy{Attempts: 5}))
-	env.Worker(worker.Config{}, j)
-	id := enqueue(t, env, j, 1)
-	run := env.Await(id, store.StateFailed)
-	if run.ErrorCode != string(jobs.CodeStepDuplicate) || run.StopReason != "terminal" || run.Attempt != 1 {
-		t.Fatalf("want a terminal X_STEP_DUPLICATE on attempt 1, got %s %s attempt %d: %s", run.ErrorCode, run.StopReason, run.Attempt, run.Error)
-	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		j := jobs.MustDefine("dup", func(in int) string { return "k" }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (int, error) {
+				jobs.Step(ctx, "charge", func(context.Context) (int, error) { return 1, nil })
+				// A body that swallows the error must still not get past it.
+				jobs.Step(ctx, "charge", func(context.Context) (int, error) { return 2, nil })
+				return 0, nil
+			}, jobs.Retry(jobs.RetryPolicy{Attempts: 5}))
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		run := env.Await(id, store.StateFailed)
+		if run.ErrorCode != string(jobs.CodeStepDuplicate) || run.StopReason != "terminal" || run.Attempt != 1 {
+			t.Fatalf("want a terminal X_STEP_DUPLICATE on attempt 1, got %s %s attempt %d: %s", run.ErrorCode, run.StopReason, run.Attempt, run.Error)
+		}
+	})
 }
 
 func TestDivergedHistoryBlocksThenRetriesAfterFix(t *testing.T) {
-	env := newEnv(t)
-	var bRan atomic.Int32
-	define := func(first string) *jobs.Job[int, string] {
-		return jobs.MustDefine("deploy", func(in int) string { return "k" }, jobs.NoTenant[int](),
-			func(ctx *jobs.Ctx, in int) (string, error) {
-				jobs.Step(ctx, first, func(context.Context) (int, error) { return 1, nil })
-				if err := jobs.Sleep(ctx, "nap", time.Hour); err != nil {
-					return "", err
-				}
-				return jobs.Step(ctx, "b", func(context.Context) (string, error) { bRan.Add(1); return "done", nil })
-			})
-	}
-	v1, broken := define("a"), define("renamed")
-	w1 := env.Worker(worker.Config{StickyRuns: -1}, v1)
-	id := enqueue(t, env, v1, 1)
-	env.Await(id, store.StateSuspended)
-	_ = w1.Stop(context.Background())
-
-	w2 := env.Worker(worker.Config{StickyRuns: -1}, broken)
-	env.Advance(time.Hour)
-	run := env.Await(id, store.StateBlocked)
-	if run.ErrorCode != string(jobs.CodeReplayDiverged) {
-		t.Fatalf("want X_REPLAY_DIVERGED, got %s: %s", run.ErrorCode, run.Error)
-	}
-	for _, side := range []string{`step "a"`, `step "renamed"`} {
-		if !contains(run.Error, side) {
-			t.Fatalf("the message must name both sides; missing %s in %q", side, run.Error)
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var bRan atomic.Int32
+		define := func(first string) *jobs.Job[int, string] {
+			return jobs.MustDefine("deploy", func(in int) string { return "k" }, jobs.NoTenant[int](),
+				func(ctx *jobs.Ctx, in int) (string, error) {
+					jobs.Step(ctx, first, func(context.Context) (int, error) { return 1, nil })
+					if err := jobs.Sleep(ctx, "nap", time.Hour); err != nil {
+						return "", err
+					}
+					return jobs.Step(ctx, "b", func(context.Context) (string, error) { bRan.Add(1); return "done", nil })
+				})
 		}
-	}
-	_ = w2.Stop(context.Background())
+		v1, broken := define("a"), define("renamed")
+		w1 := env.Worker(worker.Config{StickyRuns: -1}, v1)
+		id := enqueue(t, env, v1, 1)
+		env.Await(id, store.StateSuspended)
+		_ = w1.Stop(context.Background())
 
-	env.Worker(worker.Config{StickyRuns: -1}, v1) // the fixed deploy
-	if _, err := env.Engine.Retry(context.Background(), engineRetry(id)); err != nil {
-		t.Fatal(err)
-	}
-	env.Await(id, store.StateCompleted)
-	if bRan.Load() != 1 {
-		t.Fatalf("b ran %d times", bRan.Load())
-	}
+		w2 := env.Worker(worker.Config{StickyRuns: -1}, broken)
+		env.Advance(time.Hour)
+		run := env.Await(id, store.StateBlocked)
+		if run.ErrorCode != string(jobs.CodeReplayDiverged) {
+			t.Fatalf("want X_REPLAY_DIVERGED, got %s: %s", run.ErrorCode, run.Error)
+		}
+		for _, side := range []string{`step "a"`, `step "renamed"`} {
+			if !contains(run.Error, side) {
+				t.Fatalf("the message must name both sides; missing %s in %q", side, run.Error)
+			}
+		}
+		_ = w2.Stop(context.Background())
+
+		env.Worker(worker.Config{StickyRuns: -1}, v1) // the fixed deploy
+		if _, err := env.Engine.Retry(context.Background(), engineRetry(id)); err != nil {
+			t.Fatal(err)
+		}
+		env.Await(id, store.StateCompleted)
+		if bRan.Load() != 1 {
+			t.Fatalf("b ran %d times", bRan.Load())
+		}
+	})
 }
 
 func TestStaleFenceIsRefused(t *testing.T) {
-	env := newEnv(t)
-	o := newOnboarding(t)
-	id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
-	ctx := context.Background()
-	first, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{"default"}, Max: 1})
-	if err != nil || len(first) != 1 {
-		t.Fatalf("poll: %v %v", first, err)
-	}
-	env.Advance(31 * time.Second) // w1's lease lapses
-	second, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w2", Queues: []string{"default"}, Max: 1})
-	if err != nil || len(second) != 1 || second[0].Fence <= first[0].Fence {
-		t.Fatalf("re-claim: %+v %v", second, err)
-	}
-	step := []frontend.Command{{Kind: frontend.CmdStep, Name: "provision", Output: []byte{0xc0}}}
-	_, err = env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: first[0].Fence, Commands: step, AfterSeq: 1})
-	if !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
-		t.Fatalf("stale fence: %v, want X_JOB_LEASE_LOST", err)
-	}
-	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: second[0].Fence, Commands: step, AfterSeq: 1}); err != nil {
-		t.Fatalf("current fence: %v", err)
-	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		o := newOnboarding(t)
+		id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
+		ctx := context.Background()
+		first, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{"default"}, Max: 1})
+		if err != nil || len(first) != 1 {
+			t.Fatalf("poll: %v %v", first, err)
+		}
+		env.Advance(31 * time.Second) // w1's lease lapses
+		second, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w2", Queues: []string{"default"}, Max: 1})
+		if err != nil || len(second) != 1 || second[0].Fence <= first[0].Fence {
+			t.Fatalf("re-claim: %+v %v", second, err)
+		}
+		step := []frontend.Command{{Kind: frontend.CmdStep, Name: "provision", Output: []byte{0xc0}}}
+		_, err = env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: first[0].Fence, Commands: step, AfterSeq: 1})
+		if !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
+			t.Fatalf("stale fence: %v, want X_JOB_LEASE_LOST", err)
+		}
+		if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: second[0].Fence, Commands: step, AfterSeq: 1}); err != nil {
+			t.Fatalf("current fence: %v", err)
+		}
+	})
 }
 
 func TestCancelInEveryState(t *testing.T) {
@@ -433,44 +440,45 @@ func TestCancelInEveryState(t *testing.T) {
 }
 
 func TestThousandConcurrentRuns(t *testing.T) {
-	env := newEnv(t)
-	var steps atomic.Int64
-	j := jobs.MustDefine("many", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
-		func(c *jobs.Ctx, in int) (int, error) {
-			a, err := jobs.Step(c, "a", func(context.Context) (int, error) { steps.Add(1); return in, nil })
-			if err != nil {
-				return 0, err
-			}
-			return jobs.Step(c, "b", func(context.Context) (int, error) { steps.Add(1); return a * 2, nil })
-		})
-	env.Worker(worker.Config{Concurrency: 64}, j)
-	env.Worker(worker.Config{Concurrency: 64}, j)
-	ids := make([]string, 1000)
-	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := j.Enqueue(context.Background(), env.Engine, i)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ids[i] = res.RunID
-		}()
-	}
-	wg.Wait()
-	for i, id := range ids {
-		run := env.Await(id, store.StateCompleted)
-		var got int
-		_ = jobs.Decode(run.Result, &got)
-		if got != i*2 {
-			t.Fatalf("run %d result %d", i, got)
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var steps atomic.Int64
+		j := jobs.MustDefine("many", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				a, err := jobs.Step(c, "a", func(context.Context) (int, error) { steps.Add(1); return in, nil })
+				if err != nil {
+					return 0, err
+				}
+				return jobs.Step(c, "b", func(context.Context) (int, error) { steps.Add(1); return a * 2, nil })
+			})
+		env.Worker(worker.Config{Concurrency: 64}, j)
+		env.Worker(worker.Config{Concurrency: 64}, j)
+		ids := make([]string, 1000)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := j.Enqueue(context.Background(), env.Engine, i)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[i] = res.RunID
+			}()
 		}
-	}
-	if steps.Load() != 2000 {
-		t.Fatalf("%d steps ran, want 2000", steps.Load())
-	}
+		wg.Wait()
+		for i, id := range ids {
+			run := env.Await(id, store.StateCompleted)
+			var got int
+			_ = jobs.Decode(run.Result, &got)
+			if got != i*2 {
+				t.Fatalf("run %d result %d", i, got)
+			}
+		}
+		if steps.Load() != 2000 {
+			t.Fatalf("%d steps ran, want 2000", steps.Load())
+		}
+	})
 }
 
 func TestDefinitionRefusesBadValues(t *testing.T) {

@@ -62,6 +62,7 @@ type Engine struct {
 	timers   *timers.Service
 	signals  *signals.Service
 	commits  chan *commitReq
+	creates  chan *createReq
 
 	mu      sync.Mutex
 	started bool
@@ -94,7 +95,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
 	}
-	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096)}
+	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
+		creates: make(chan *createReq, 4096)}
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
@@ -121,6 +123,11 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.commitLoop(runCtx)
 		}()
 	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.createLoop(runCtx)
+	}()
 	e.timers.Start()
 	if n, ok := e.store.(store.Notifier); ok {
 		sigs, err := n.Subscribe(runCtx)
@@ -210,18 +217,18 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		p.Run.ReadyAt = now.Add(req.Delay)
 		p.Timer = &store.Timer{Key: "delay", DueAt: now.Add(req.Delay)}
 	}
-	res, err := e.store.RunCreate(ctx, []store.CreateRunParams{p})
+	res, err := e.create(ctx, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	if !res[0].Deduped {
+	if !res.Deduped {
 		if p.Timer != nil {
 			e.timers.Kick()
 		} else {
 			e.matching.Wake()
 		}
 	}
-	return jobs.EnqueueResult{RunID: res[0].Run.ID, Deduped: res[0].Deduped}, nil
+	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil
 }
 
 // PublishEvent publishes an event (payload msgpack-encoded, see jobs.Encode) to the runs

@@ -272,6 +272,13 @@ func (w *Worker) handle(t frontend.Task) {
 	info := jobs.RunInfo{RunID: t.RunID, Job: t.Job, Queue: t.Queue, Attempt: t.Attempt,
 		Actor: jobs.Actor{Tenant: t.Tenant, EnqueuedBy: t.EnqueuedBy}}
 
+	// The attempt's deadline runs from the claim, before the body starts.
+	var deadline <-chan time.Time
+	if cfg.Timeout > 0 {
+		tm := w.clock.NewTimer(cfg.Timeout)
+		defer tm.Stop()
+		deadline = tm.C()
+	}
 	ex, out, err := w.execution(t, def, info, rec)
 	if err != nil {
 		log.Error("jobs.run.start-failed", "err", err)
@@ -279,13 +286,6 @@ func (w *Worker) handle(t frontend.Task) {
 		return
 	}
 	h := w.hold(t, ex)
-
-	var deadline <-chan time.Time
-	if cfg.Timeout > 0 {
-		tm := w.clock.NewTimer(cfg.Timeout)
-		defer tm.Stop()
-		deadline = tm.C()
-	}
 	var o replay.Outcome
 	select {
 	case o = <-out:
