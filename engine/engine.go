@@ -303,6 +303,9 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Limits) > 0 {
+		runs = e.takeSlots(ctx, runs, req.Limits)
+	}
 	tasks := make([]frontend.Task, len(runs))
 	for i, r := range runs {
 		tasks[i] = frontend.Task{RunID: r.ID, Job: r.Job, Queue: r.Queue, Fence: r.Fence, Attempt: r.Attempt,
@@ -325,6 +328,9 @@ func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (
 	}
 	codes := make([]string, len(errs))
 	for i, err := range errs {
+		if err == nil && req.Leases[i].Slot != "" {
+			err = e.renewSlot(ctx, req.Leases[i], now)
+		}
 		if err != nil {
 			codes[i] = string(jobs.CodeOf(err))
 			if codes[i] == "" {

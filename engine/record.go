@@ -78,6 +78,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
+	if req.Slot != "" && out.res.Run.State != store.StateRunning {
+		e.releaseSlot(ctx, req.Slot, req.RunID)
+	}
 	if m.State == store.StateReady {
 		e.matching.Wake()
 	}

@@ -34,6 +34,10 @@ type PollRequest struct {
 	Queues   []string      `msgpack:"queues"`
 	Max      int           `msgpack:"max"`
 	Wait     time.Duration `msgpack:"wait"`
+	// Limits maps a job name to its fleet-wide concurrency cap. A claimed run of a capped job
+	// takes a slot row; when all are held, the claim is handed straight back without spending
+	// an attempt.
+	Limits map[string]int `msgpack:"limits,omitempty"`
 }
 
 // Task is a claimed run.
@@ -113,7 +117,10 @@ type RecordRequest struct {
 	// Retry marks a resend of a record whose outcome the worker did not learn. The engine first
 	// looks for its events after AfterSeq and returns them if they landed, so a resend never
 	// appends twice.
-	Retry    bool      `msgpack:"retry,omitempty"`
+	Retry bool `msgpack:"retry,omitempty"`
+	// Slot is the concurrency slot the run holds, released when the commands take the run out
+	// of running.
+	Slot     string    `msgpack:"slot,omitempty"`
 	Commands []Command `msgpack:"commands"`
 }
 
@@ -128,7 +135,13 @@ type RecordResponse struct {
 type Lease struct {
 	RunID string `msgpack:"run_id"`
 	Fence int64  `msgpack:"fence"`
+	// Slot and Limit name the fleet concurrency slot the run holds, renewed with the lease.
+	Slot  string `msgpack:"slot,omitempty"`
+	Limit int    `msgpack:"limit,omitempty"`
 }
+
+// SlotKey is the concurrency slot key of a job.
+func SlotKey(job string) string { return "job:" + job }
 
 // HeartbeatRequest renews leases.
 type HeartbeatRequest struct {
@@ -137,7 +150,7 @@ type HeartbeatRequest struct {
 }
 
 // HeartbeatResponse has one code per lease: "" renewed, X_ABORTED (cancelled),
-// X_JOB_LEASE_LOST, X_RUN_NOT_FOUND.
+// X_JOB_LEASE_LOST, X_JOB_SLOT_LOST, X_RUN_NOT_FOUND.
 type HeartbeatResponse struct {
 	Codes []string `msgpack:"codes"`
 }

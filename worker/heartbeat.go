@@ -12,7 +12,7 @@ import (
 
 // hold starts tracking a claim for heartbeats.
 func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
-	h := &held{runID: t.RunID, queue: t.Queue, fence: t.Fence, ex: ex, lastLanded: w.clock.Now()}
+	h := &held{runID: t.RunID, queue: t.Queue, job: t.Job, fence: t.Fence, ex: ex, lastLanded: w.clock.Now()}
 	w.mu.Lock()
 	w.leases[h.key()] = h
 	changed := t.Lease > 0 && t.Lease != w.lease
@@ -98,7 +98,11 @@ func (w *Worker) renew(timeout time.Duration) {
 	for _, h := range w.leases {
 		if !h.lost {
 			batch = append(batch, h)
-			req.Leases = append(req.Leases, frontend.Lease{RunID: h.runID, Fence: h.fence})
+			l := frontend.Lease{RunID: h.runID, Fence: h.fence}
+			if n := w.limits[h.job]; n > 0 {
+				l.Slot, l.Limit = frontend.SlotKey(h.job), n
+			}
+			req.Leases = append(req.Leases, l)
 		}
 	}
 	w.mu.Unlock()
@@ -129,6 +133,12 @@ func (w *Worker) renew(timeout time.Duration) {
 			w.log.Info("jobs.run.cancelled", "run", h.runID, "queue", h.queue)
 			h.lost = true
 			h.ex.Abort(jobs.Errorf(jobs.CodeAborted, "the run was cancelled"))
+		case jobs.CodeJobSlotLost:
+			// A different row on a different clock from the lease: the fleet cap may now be
+			// exceeded, so this copy stops.
+			h.lost = true
+			w.log.Error("jobs.worker.slot-lost", "run", h.runID, "queue", h.queue)
+			h.ex.Abort(jobs.Errorf(code, "the run's concurrency slot was lost"))
 		default:
 			w.lost(h, jobs.Errorf(code, "the engine refused the lease renewal"))
 		}

@@ -78,6 +78,8 @@ type Worker struct {
 	background sync.WaitGroup
 	hbStop     chan struct{}
 	hbKick     chan struct{}
+	// limits are the fleet concurrency caps of the registered jobs.
+	limits map[string]int
 }
 
 // parked is a suspended run's execution kept for a wake-up on this worker.
@@ -88,11 +90,11 @@ type parked struct {
 
 // held is a run this worker is executing under a lease.
 type held struct {
-	runID, queue string
-	fence        int64
-	ex           *replay.Execution
-	lastLanded   time.Time
-	lost         bool
+	runID, queue, job string
+	fence             int64
+	ex                *replay.Execution
+	lastLanded        time.Time
+	lost              bool
 }
 
 // New returns a worker; Start runs it.
@@ -135,6 +137,14 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
 		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1)}
+	for _, d := range cfg.Registry.All() {
+		if n := d.Config().Concurrency; n > 0 {
+			if w.limits == nil {
+				w.limits = map[string]int{}
+			}
+			w.limits[d.Name()] = n
+		}
+	}
 	if cfg.StickyRuns > 0 {
 		cache, err := lru.NewWithEvict(cfg.StickyRuns, func(_ string, p *parked) {
 			if !p.taken {
@@ -229,7 +239,8 @@ func (w *Worker) poll(queue string, concurrency int) {
 				break more
 			}
 		}
-		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free, Wait: w.cfg.PollWait})
+		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
+			Wait: w.cfg.PollWait, Limits: w.limits})
 		for i := len(tasks); i < free; i++ {
 			<-slots
 		}
@@ -261,6 +272,9 @@ func (w *Worker) poll(queue string, concurrency int) {
 func (w *Worker) handle(t frontend.Task) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
 	rec := &recorder{fe: w.fe, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq}
+	if w.limits[t.Job] > 0 {
+		rec.slot = frontend.SlotKey(t.Job)
+	}
 	def, ok := w.cfg.Registry.Get(t.Job)
 	if !ok {
 		// Another worker may host it: hand it back without spending an attempt.
@@ -431,6 +445,7 @@ type recorder struct {
 	runID  string
 	fence  int64
 	worker string
+	slot   string
 	mu     sync.Mutex
 	seq    int64
 }
@@ -439,7 +454,7 @@ type recorder struct {
 func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Commands: cmds}
+	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
 	backoff := 20 * time.Millisecond
 	for try := 1; ; try++ {
 		resp, err := r.fe.Record(ctx, req)

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/store"
+)
+
+// SlotRetry is how long a claim handed back over a fleet concurrency cap waits before it is
+// claimable again: long enough not to spin on a full cap, short against a job's own runtime.
+const SlotRetry = 500 * time.Millisecond
+
+// takeSlots takes a fleet concurrency slot for every claimed run of a capped job. A slot is a row
+// every process sees, expiring with the lease, so a SIGKILLed worker's slot comes back by itself.
+// A run whose cap is full is handed straight back, delayed by SlotRetry, without spending an
+// attempt.
+func (e *Engine) takeSlots(ctx context.Context, runs []store.Run, limits map[string]int) []store.Run {
+	kept := runs[:0]
+	var handBack []store.Mutation
+	for _, r := range runs {
+		limit := limits[r.Job]
+		if limit <= 0 {
+			kept = append(kept, r)
+			continue
+		}
+		ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: frontend.SlotKey(r.Job), Limit: limit,
+			Holder: r.ID, Now: e.clock.Now(), Until: r.LeaseUntil})
+		if err == nil && ok {
+			kept = append(kept, r)
+			continue
+		}
+		now := e.clock.Now()
+		handBack = append(handBack, store.Mutation{RunID: r.ID, Fence: r.Fence, Now: now,
+			Transition: store.Transition{State: store.StateDelayed,
+				Timers: []store.Timer{{Key: timerHand, DueAt: now.Add(SlotRetry)}}}})
+	}
+	if len(handBack) > 0 {
+		if _, err := e.store.RunApply(ctx, handBack); err != nil {
+			// The claims lapse with their lease instead; nothing is lost.
+			e.log.Warn("jobs.slot.hand-back-failed", "runs", len(handBack), "err", err)
+		}
+		e.timers.Kick()
+	}
+	return kept
+}
+
+// renewSlot extends a held slot with the lease. Losing it means another worker may now run a
+// run of the same job over the cap.
+func (e *Engine) renewSlot(ctx context.Context, l frontend.Lease, now time.Time) error {
+	ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: l.Slot, Limit: l.Limit, Holder: l.RunID,
+		Now: now, Until: now.Add(e.matching.Lease())})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", l.RunID, l.Slot)
+	}
+	return nil
+}
+
+// releaseSlot gives a slot back once a run has left running. Best-effort: an unreleased slot
+// expires with the lease it was taken for.
+func (e *Engine) releaseSlot(ctx context.Context, slot, runID string) {
+	if err := e.store.SlotRelease(ctx, slot, runID); err != nil {
+		e.log.Warn("jobs.slot.release-failed", "slot", slot, "run", runID, "err", err)
+	}
+}
