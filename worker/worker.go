@@ -327,6 +327,9 @@ func (w *Worker) handle(t frontend.Task) {
 	if cause := ex.Aborted(); cause != nil {
 		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
 		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
+		if o.Kind == replay.Suspended && o.Parked {
+			ex.Evict()
+		}
 		return
 	}
 	switch o.Kind {
@@ -342,6 +345,11 @@ func (w *Worker) handle(t frontend.Task) {
 	case replay.Suspended:
 		if o.Parked && w.cache != nil {
 			p := &parked{ex: ex}
+			// Add replaces an entry without the eviction callback: unwind a stale parked body of
+			// the same run (a wake-up claimed before the first claim had parked) ourselves.
+			if old, ok := w.cache.Peek(t.RunID); ok && old != p {
+				w.cache.Remove(t.RunID)
+			}
 			w.cache.Add(t.RunID, p)
 			if o.Waiting {
 				// eventPoll bounds how long a wait stays parked here: an event may take days, and

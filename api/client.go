@@ -1,0 +1,361 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/signals"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Client is the engine's API over HTTP. It implements frontend.Frontend (the worker protocol,
+// msgpack), so a worker.Worker runs against a remote engine unchanged, and jobs.Enqueuer, so a
+// typed job enqueues through it like through an in-process engine. Refusals come back as
+// *jobs.Error with the engine's code.
+type Client struct {
+	base    string
+	token   string
+	http    *http.Client
+	timeout time.Duration
+}
+
+var (
+	_ frontend.Frontend = (*Client)(nil)
+	_ jobs.Enqueuer     = (*Client)(nil)
+)
+
+// ClientOption sets an optional field of a Client.
+type ClientOption func(*Client)
+
+// WithHTTPClient sends requests through hc. Optional: default a client whose transport keeps up
+// to 64 idle connections to the engine (a worker's pollers, records and heartbeats run at once).
+func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.http = hc } }
+
+// WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
+func WithTimeout(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// NewClient returns a client of the engine at baseURL ("http://127.0.0.1:7233"), sending token
+// as a bearer token when it is not empty.
+func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine address %q: want http://host:port or https://host:port", baseURL)
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.http == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		c.http = &http.Client{Transport: t}
+	}
+	return c, nil
+}
+
+// Close closes the idle connections the client keeps.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// The worker protocol.
+
+// Poll implements frontend.Frontend.
+func (c *Client) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend.Task, error) {
+	var out PollResponse
+	// The server holds a long-poll for up to its wait: the call's own bound starts after it.
+	err := c.callMsgpack(ctx, "/v1/worker/poll", req, &out, max(req.Wait, 0)+c.timeout, jobs.CodeStoreUnavailable)
+	return out.Tasks, err
+}
+
+// Record implements frontend.Frontend. A record whose answer was lost may have landed: that is
+// X_COMMIT_UNKNOWN, which the worker resends marked as a retry, and the engine settles by
+// reading the history.
+func (c *Client) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	var out frontend.RecordResponse
+	err := c.callMsgpack(ctx, "/v1/worker/record", req, &out, c.timeout, jobs.CodeCommitUnknown)
+	return out, err
+}
+
+// Heartbeat implements frontend.Frontend.
+func (c *Client) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	var out frontend.HeartbeatResponse
+	err := c.callMsgpack(ctx, "/v1/worker/heartbeat", req, &out, c.timeout, jobs.CodeStoreUnavailable)
+	return out, err
+}
+
+// History implements frontend.Frontend: the run's events after afterSeq.
+func (c *Client) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
+	var out HistoryResponse
+	err := c.callMsgpack(ctx, "/v1/worker/history", HistoryRequest{RunID: runID, AfterSeq: afterSeq}, &out, c.timeout, jobs.CodeStoreUnavailable)
+	return out.Events, err
+}
+
+// The admin API.
+
+// Enqueue implements jobs.Enqueuer. The request travels as msgpack, so the input's bytes reach
+// the worker exactly as the caller encoded them.
+func (c *Client) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
+	var out jobs.EnqueueResult
+	err := c.callMsgpack(ctx, "/v1/runs", req, &out, c.timeout, jobs.CodeStoreUnavailable)
+	return out, err
+}
+
+// Publish encodes payload (jobs.Encode) and publishes it as the event name.
+func (c *Client) Publish(ctx context.Context, name string, payload any) (signals.Published, error) {
+	b, err := jobs.Encode(payload)
+	if err != nil {
+		return signals.Published{}, err
+	}
+	return c.PublishEvent(ctx, name, b)
+}
+
+// PublishEvent publishes an event whose payload is already msgpack.
+func (c *Client) PublishEvent(ctx context.Context, name string, payload []byte) (signals.Published, error) {
+	var out signals.Published
+	resp, err := c.do(ctx, http.MethodPost, "/v1/events/"+url.PathEscape(name), nil, ContentMsgpack, payload, c.timeout, jobs.CodeStoreUnavailable)
+	if err != nil {
+		return out, err
+	}
+	return out, decodeAs(resp, &out)
+}
+
+// Cancel cancels a run; a finished run is refused with X_JOB_NOT_CANCELLABLE.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSummary, error) {
+	var out engine.RunSummary
+	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, CancelBody{Reason: reason}, &out)
+	return out, err
+}
+
+// Retry reopens a dead-lettered or blocked run, from a step when req.FromStep is set.
+func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.RunSummary, error) {
+	var out engine.RunSummary
+	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(req.RunID)+"/retry", nil,
+		RetryBody{FromStep: req.FromStep, By: req.By, Reason: req.Reason}, &out)
+	return out, err
+}
+
+// GetRun returns a run with its per-step trace.
+func (c *Client) GetRun(ctx context.Context, runID string) (engine.RunView, error) {
+	var out engine.RunView
+	err := c.callJSON(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID), nil, nil, &out)
+	return out, err
+}
+
+// ListRuns returns a page of runs, newest first; p.Before is the previous page's Next.
+func (c *Client) ListRuns(ctx context.Context, p store.ListParams) (RunPage, error) {
+	var out RunPage
+	err := c.callJSON(ctx, http.MethodGet, "/v1/runs", listQuery(p, true), nil, &out)
+	return out, err
+}
+
+// DeadLetters returns a page of dead-lettered runs, newest first.
+func (c *Client) DeadLetters(ctx context.Context, p store.ListParams) (RunPage, error) {
+	var out RunPage
+	err := c.callJSON(ctx, http.MethodGet, "/v1/dead-letters", listQuery(p, false), nil, &out)
+	return out, err
+}
+
+// Queues returns every queue's depth by state.
+func (c *Client) Queues(ctx context.Context) ([]engine.QueueView, error) {
+	var out QueueList
+	err := c.callJSON(ctx, http.MethodGet, "/v1/queues", nil, nil, &out)
+	return out.Queues, err
+}
+
+// Codes returns the engine's code registry.
+func (c *Client) Codes(ctx context.Context) ([]jobs.CodeInfo, error) {
+	var out CodeList
+	err := c.callJSON(ctx, http.MethodGet, "/v1/codes", nil, nil, &out)
+	return out.Codes, err
+}
+
+// DumpHistory writes a run's history to w in the dump format (JSON lines) that history.Load
+// reads and replay.Check replays.
+func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) error {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/history", url.Values{"format": {"jsonl"}}, "", nil, c.timeout, jobs.CodeStoreUnavailable)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(resp.body)
+	return err
+}
+
+// Ready returns nil when the engine answers /readyz with 200: it is up and its store answers.
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodGet, "/readyz", nil, "", nil, c.timeout, jobs.CodeStoreUnavailable)
+	return err
+}
+
+func listQuery(p store.ListParams, withState bool) url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("queue", p.Queue)
+	if withState {
+		set("state", string(p.State))
+	}
+	set("job", p.Job)
+	set("tenant", p.Tenant)
+	set("before", p.Before)
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	return q
+}
+
+// Transport.
+
+type response struct {
+	contentType string
+	body        []byte
+}
+
+func decodeAs(r response, v any) error {
+	var err error
+	if strings.HasPrefix(r.contentType, ContentMsgpack) {
+		err = msgpack.Unmarshal(r.body, v)
+	} else {
+		err = json.Unmarshal(r.body, v)
+	}
+	if err != nil {
+		return jobs.Wrap(jobs.CodeEncoding, err, "decode the engine's answer")
+	}
+	return nil
+}
+
+func (c *Client) callMsgpack(ctx context.Context, path string, in, out any, timeout time.Duration, lost jobs.Code) error {
+	b, err := encodeMsgpack(in)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodPost, path, nil, ContentMsgpack, b, timeout, lost)
+	if err != nil {
+		return err
+	}
+	return decodeAs(resp, out)
+}
+
+func (c *Client) callJSON(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body []byte
+	ct := ""
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return jobs.Wrap(jobs.CodeEncoding, err, "encode the request")
+		}
+		ct = ContentJSON
+	}
+	// Reads are idempotent: a lost answer is simply unavailable. A lost answer to a write (a
+	// cancel, a retry) is unknown too, and both are safe to send again.
+	resp, err := c.do(ctx, method, path, query, ct, body, c.timeout, jobs.CodeStoreUnavailable)
+	if err != nil {
+		return err
+	}
+	return decodeAs(resp, out)
+}
+
+// do sends one request. A refusal becomes the *jobs.Error the engine sent; a call that got no
+// answer becomes lost (X_COMMIT_UNKNOWN for a record, X_STORE_UNAVAILABLE otherwise: both
+// retryable), except when the caller's own ctx ended, which is returned as ctx.Err() so that a
+// stopping worker sees a cancellation, not an outage.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, timeout time.Duration, lost jobs.Code) (response, error) {
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(callCtx, method, u, rd)
+	if err != nil {
+		return response{}, jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if contentType == ContentMsgpack {
+		req.Header.Set("Accept", ContentMsgpack)
+	} else {
+		req.Header.Set("Accept", ContentJSON)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.http.Do(req)
+	if err == nil {
+		var b []byte
+		b, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil {
+			ct := res.Header.Get("Content-Type")
+			if res.StatusCode/100 != 2 {
+				return response{}, refusal(res.StatusCode, ct, res.Header, b)
+			}
+			return response{contentType: ct, body: b}, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return response{}, ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s within %s", c.base, path, timeout)
+	}
+	return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s", c.base, path)
+}
+
+// refusal turns an error response back into the *jobs.Error the server wrote.
+func refusal(status int, contentType string, h http.Header, body []byte) error {
+	e := &jobs.Error{}
+	switch {
+	case strings.HasPrefix(contentType, ContentMsgpack):
+		if msgpack.Unmarshal(body, e) != nil {
+			e = &jobs.Error{}
+		}
+	case strings.HasPrefix(contentType, ContentJSON):
+		var eb ErrorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Error != nil {
+			e = eb.Error
+		}
+	}
+	if e.Code == "" {
+		// Not the engine's answer (a proxy's error page, a body cut short).
+		text := strings.TrimSpace(string(body))
+		if len(text) > 200 {
+			text = text[:200] + "…"
+		}
+		e = jobs.Errorf(codeOfStatus(status), "HTTP %d: %s", status, text)
+	}
+	if e.RetryAfter == 0 {
+		e.RetryAfter = parseRetryAfter(h.Get("Retry-After"))
+	}
+	return e
+}
+
+// String names the engine the client talks to.
+func (c *Client) String() string { return fmt.Sprintf("api.Client(%s)", c.base) }

@@ -1,0 +1,482 @@
+// Package api is the engine's HTTP face and its Go client.
+//
+// The server (NewServer) has three parts behind one bearer token:
+//
+//   - the worker protocol, msgpack bodies (Content-Type application/msgpack) carrying the
+//     frontend types: POST /v1/worker/poll (a long-poll), /v1/worker/record,
+//     /v1/worker/heartbeat and /v1/worker/history;
+//   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters
+//     and the code registry, under /v1/;
+//   - /metrics (Prometheus), /healthz (the process is up) and /readyz (the store answers).
+//
+// Every refusal carries a stable X_ code: {"error":{"code","message"}} in JSON, {code, message}
+// in msgpack, with the HTTP status of StatusOf. The client (NewClient) turns them back into
+// *jobs.Error, so jobs.HasCode answers the same whether the engine is in-process or remote, and a
+// worker runs unchanged over either: Client implements frontend.Frontend.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+)
+
+// DefaultAddr is where the server listens unless told otherwise: loopback, so an engine started
+// without a second thought is not reachable from the network.
+const DefaultAddr = "127.0.0.1:7233"
+
+// Config configures a Server.
+type Config struct {
+	// Engine serves every request. Required.
+	Engine *engine.Engine
+	// Addr is the address Start listens on. Defaults to DefaultAddr (127.0.0.1:7233).
+	Addr string
+	// Token, when set, must be presented as "Authorization: Bearer <token>" on every request but
+	// /healthz and /readyz. Defaults to "": no authentication, which is only safe on loopback.
+	Token string
+	// MaxBody bounds a request body; a larger one is refused with X_PAYLOAD_TOO_LARGE (413).
+	// Defaults to 2 MiB: above the engine's 1 MiB payload limit, so the engine's own check
+	// gives the precise message for a payload that is merely too large.
+	MaxBody int64
+	// MaxPollWait caps a worker's long-poll, whatever PollRequest.Wait asks. Defaults to 30s:
+	// under the idle timeouts of common proxies and load balancers.
+	MaxPollWait time.Duration
+	// ReadyTimeout bounds the store probe of /readyz. Defaults to 2s.
+	ReadyTimeout time.Duration
+	// Registerer receives the queue collector (queue_depth, queue_oldest_ready_seconds,
+	// queue_dead_jobs). Defaults to a new registry holding the Go and process collectors too.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves. Defaults to Registerer when it is also a Gatherer (a
+	// *prometheus.Registry is), else to prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// Logger receives request failures and panics. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the engine's HTTP handler, with a listener lifecycle for when it serves on its own
+// (Start, Stop; the fx Module calls them).
+type Server struct {
+	cfg     Config
+	eng     *engine.Engine
+	log     *slog.Logger
+	handler http.Handler
+	token   [sha256.Size]byte
+
+	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
+	drainCtx context.Context
+	drain    context.CancelFunc
+
+	mu   sync.Mutex
+	http *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// NewServer returns the API handler over cfg.Engine.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "api: Config.Engine is required")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 2 << 20
+	}
+	if cfg.MaxBody < 0 {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "api: MaxBody is negative (%d)", cfg.MaxBody)
+	}
+	if cfg.MaxPollWait <= 0 {
+		cfg.MaxPollWait = 30 * time.Second
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Registerer = reg
+	}
+	if cfg.Gatherer == nil {
+		if g, ok := cfg.Registerer.(prometheus.Gatherer); ok {
+			cfg.Gatherer = g
+		} else {
+			cfg.Gatherer = prometheus.DefaultGatherer
+		}
+	}
+	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger}
+	if cfg.Token != "" {
+		// Compared as digests: equal lengths, so the comparison's time says nothing about the
+		// token's length either.
+		s.token = sha256.Sum256([]byte(cfg.Token))
+	}
+	s.drainCtx, s.drain = context.WithCancel(context.Background())
+	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
+		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	// The worker protocol.
+	mux.Handle("POST /v1/worker/poll", s.serve(s.poll))
+	mux.Handle("POST /v1/worker/record", s.serve(s.record))
+	mux.Handle("POST /v1/worker/heartbeat", s.serve(s.heartbeat))
+	mux.Handle("POST /v1/worker/history", s.serve(s.workerHistory))
+	// The admin API.
+	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
+	mux.Handle("GET /v1/runs", s.serve(s.listRuns))
+	mux.Handle("GET /v1/runs/{id}", s.serve(s.getRun))
+	mux.Handle("GET /v1/runs/{id}/history", s.serve(s.runHistory))
+	mux.Handle("POST /v1/runs/{id}/cancel", s.serve(s.cancel))
+	mux.Handle("POST /v1/runs/{id}/retry", s.serve(s.retry))
+	mux.Handle("POST /v1/events/{name}", s.serve(s.publish))
+	mux.Handle("GET /v1/queues", s.serve(s.queues))
+	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
+	mux.Handle("GET /v1/codes", s.serve(s.codes))
+	// Operations.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
+		// A failing collector (the store is down) must not take the process metrics with it.
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      promLogger{s.log},
+	}))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("/", s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		return jobs.Errorf(jobs.CodeBadRequest, "no route for %s %s", r.Method, r.URL.Path)
+	}))
+	return s.recover(s.logRequests(s.authenticate(s.limitBody(mux))))
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Start listens on Config.Addr and serves in the background until Stop.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.http != nil {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return jobs.Wrap(jobs.CodeBadRequest, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		// A long-poll holds its response for up to MaxPollWait.
+		WriteTimeout: s.cfg.MaxPollWait + time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.done = make(chan struct{})
+	srv, done := s.http, s.done
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("jobs.api.serve-failed", "err", err)
+		}
+	}()
+	s.log.Info("jobs.api.listening", "addr", ln.Addr().String(), "auth", s.cfg.Token != "")
+	return nil
+}
+
+// Addr returns the address the server listens on (with the port the kernel chose for ":0"), or
+// "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Drain ends the long-polls in progress (they answer with no tasks) and turns /readyz to 503,
+// so a load balancer stops routing here. Stop calls it first; it is safe to call more than once.
+func (s *Server) Drain() { s.drain() }
+
+// Stop drains, stops accepting connections and waits for the requests in flight to finish, or
+// for ctx to end.
+func (s *Server) Stop(ctx context.Context) error {
+	s.Drain()
+	s.mu.Lock()
+	srv, done := s.http, s.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		// Out of time: cut the connections still open rather than leave the process hanging.
+		_ = srv.Close()
+	}
+	<-done
+	return err
+}
+
+// Middleware.
+
+// recover turns a panic in a handler into a logged 500 X_INTERNAL instead of a dead connection
+// (or, outside net/http's own recover, a dead process). Only real bugs get here: bad input is
+// refused with a 4xx before it can panic.
+func (s *Server) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &responseWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("jobs.api.panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !rw.wrote {
+				s.writeError(rw, r, jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it"))
+			}
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// logRequests writes an access log at debug level: a worker's polls and heartbeats are too many
+// for info.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		began := time.Now()
+		next.ServeHTTP(w, r)
+		status := http.StatusOK
+		if rw, ok := w.(*responseWriter); ok && rw.status != 0 {
+			status = rw.status
+		}
+		s.log.Debug("jobs.api.request", "method", r.Method, "path", r.URL.Path, "status", status,
+			"took", time.Since(began).Round(time.Microsecond))
+	})
+}
+
+// authenticate checks the bearer token on every path but the probes, which a load balancer or
+// an orchestrator calls without credentials. It also refuses what only a browser tricked by
+// another site would send, because an engine on loopback without a token is otherwise open to
+// any web page its operator visits:
+//   - a cross-site request (an Origin that is not the engine's own host);
+//   - without a token, a request by host name rather than by address: a DNS-rebinding page
+//     reaches 127.0.0.1 under its own name, and a token-less engine is only safe by address;
+//   - a POST whose body is not declared JSON or msgpack: an HTML form (or a "simple" fetch) can
+//     send text/plain or form data across sites without a CORS preflight, but not these.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !sameHost(origin, r.Host) {
+			s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "cross-site requests are refused (Origin %s)", origin))
+			return
+		}
+		if s.cfg.Token == "" {
+			if !byAddress(r.Host) {
+				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
+					"this engine has no token, so it serves requests by IP address or localhost only, not by the name %q: set --token / JOBS_TOKEN", r.Host))
+				return
+			}
+		} else {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			sum := sha256.Sum256([]byte(got))
+			if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="jobs"`)
+				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "a valid bearer token is required"))
+				return
+			}
+		}
+		if r.Method == http.MethodPost && !isMsgpack(r) && !isJSON(r) {
+			s.writeError(w, r, jobs.Errorf(jobs.CodeBadRequest,
+				"a POST body must be declared Content-Type: application/json (or application/msgpack), got %q", r.Header.Get("Content-Type")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameHost reports whether an Origin header names the host the request was sent to.
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// byAddress reports whether a Host header is an IP address or localhost, with or without a port.
+func byAddress(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
+}
+
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handler is a route's body: it writes its success itself and returns its refusal.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// serve adapts a route's body; its refusal is written in the request's codec (wantsMsgpack).
+func (s *Server) serve(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// wantsMsgpack reports whether a refusal to r is written in msgpack: worker routes always, admin
+// routes when the request came in msgpack (the Go client's enqueue and publish).
+func wantsMsgpack(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/v1/worker/") || isMsgpack(r) ||
+		strings.Contains(r.Header.Get("Accept"), ContentMsgpack)
+}
+
+// writeError answers a refusal with its code, its message and the status of the table.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *jobs.Error
+	if !errors.As(err, &e) {
+		switch {
+		case r.Context().Err() != nil:
+			// The client left (or cancelled the long-poll): nobody reads this answer.
+			s.log.Debug("jobs.api.client-gone", "method", r.Method, "path", r.URL.Path, "err", err)
+			e = jobs.Wrap(jobs.CodeDraining, err, "the request was cancelled")
+		case errors.Is(err, context.DeadlineExceeded):
+			e = jobs.Wrap(jobs.CodeStoreUnavailable, err, "the store did not answer in time")
+		default:
+			s.log.Error("jobs.api.internal", "method", r.Method, "path", r.URL.Path, "err", err)
+			e = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
+		}
+	}
+	status := StatusOf(e.Code)
+	if status >= 500 && e.Code != jobs.CodeInternal {
+		s.log.Warn("jobs.api.unavailable", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Message)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterHeader(e.RetryAfter))
+	}
+	out := &jobs.Error{Code: e.Code, Message: e.Message, RetryAfter: e.RetryAfter}
+	if wantsMsgpack(r) {
+		b, err := encodeMsgpack(out)
+		if err == nil {
+			w.Header().Set("Content-Type", ContentMsgpack)
+			w.WriteHeader(status)
+			_, _ = w.Write(b)
+			return
+		}
+	}
+	writeJSON(w, status, ErrorBody{Error: out})
+}
+
+// healthz answers while the process runs: it is the liveness probe, so it checks nothing else.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// pinger is a store that can be asked whether it is reachable without touching a table.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// readyz answers 200 when the store answers and the server is not draining.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.drainCtx.Err() != nil {
+		s.writeError(w, r, jobs.Errorf(jobs.CodeDraining, "the engine is shutting down"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+	defer cancel()
+	var err error
+	if p, ok := s.eng.Store().(pinger); ok {
+		err = p.Ping(ctx)
+	} else {
+		// A primary-key lookup of an id no run has: one indexed read, answered by any store
+		// that is up. Not found is the healthy answer.
+		_, err = s.eng.GetRun(ctx, "00000000-0000-7000-8000-000000000000")
+		if jobs.HasCode(err, jobs.CodeRunNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		if jobs.CodeOf(err) == "" {
+			err = jobs.Wrap(jobs.CodeStoreUnavailable, err, "the store did not answer")
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// responseWriter remembers whether the header went out (and its status), so the recover
+// middleware knows whether it can still answer and the access log what was answered. Unwrap lets http.ResponseController reach the connection's Flusher.
+type responseWriter struct {
+	http.ResponseWriter
+	wrote  bool
+	status int
+}
+
+func (w *responseWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.status = status
+	}
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *responseWriter) Flush() {
+	w.wrote = true
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// promLogger routes promhttp's collection errors to slog.
+type promLogger struct{ log *slog.Logger }
+
+func (l promLogger) Println(v ...any) {
+	l.log.Warn("jobs.metrics.collect-failed", "err", fmt.Sprint(v...))
+}

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/cmd/internal/cli"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// clientOptions reach a running engine.
+type clientOptions struct {
+	server  string
+	token   string
+	timeout time.Duration
+}
+
+// flags adds the connection flags as persistent flags, so a group's subcommands share them.
+func (o *clientOptions) flags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.server, "server", cli.Env("JOBS_SERVER", "http://"+api.DefaultAddr), "the engine's API [$JOBS_SERVER]")
+	f.StringVar(&o.token, "token", cli.Env("JOBS_TOKEN", ""), "bearer token [$JOBS_TOKEN]")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each call to the engine")
+}
+
+func (o *clientOptions) client() (*api.Client, error) {
+	server := o.server
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	c, err := api.NewClient(server, o.token, api.WithTimeout(o.timeout))
+	if err != nil {
+		return nil, cli.Usage("--server %q: want http://host:port", o.server)
+	}
+	return c, nil
+}
+
+// listOptions are a listing's filters.
+type listOptions struct {
+	queue, state, job, tenant, before string
+	limit                             int
+	json                              bool
+}
+
+func (o *listOptions) flags(cmd *cobra.Command, withState bool) {
+	f := cmd.Flags()
+	f.StringVar(&o.queue, "queue", "", "only runs of this queue")
+	if withState {
+		f.StringVar(&o.state, "state", "", "only runs in this state ("+states()+")")
+	}
+	f.StringVar(&o.job, "job", "", "only runs of this job")
+	f.StringVar(&o.tenant, "tenant", "", "only runs of this tenant")
+	f.StringVar(&o.before, "before", "", "the page after this run id (the previous page's \"more\")")
+	f.IntVar(&o.limit, "limit", 20, "runs per page (1-500)")
+	f.BoolVar(&o.json, "json", false, "print JSON")
+}
+
+func states() string {
+	s := make([]string, len(store.States))
+	for i, st := range store.States {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (o *listOptions) params() (store.ListParams, error) {
+	if o.state != "" && !slices.Contains(store.States, store.State(o.state)) {
+		return store.ListParams{}, cli.Usage("--state %q: want one of %s", o.state, states())
+	}
+	if o.limit < 1 || o.limit > 500 {
+		return store.ListParams{}, cli.Usage("--limit %d: want 1 to 500", o.limit)
+	}
+	return store.ListParams{Queue: o.queue, State: store.State(o.state), Job: o.job, Tenant: o.tenant,
+		Before: o.before, Limit: o.limit}, nil
+}
+
+// whoami is the default attribution of an operator's action.
+func whoami() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+func newJobsCmd() *cobra.Command {
+	var co clientOptions
+	cmd := &cobra.Command{Use: "jobs", Short: "List, inspect, enqueue, cancel and retry runs"}
+	co.flags(cmd)
+	cmd.AddCommand(jobsLsCmd(&co), jobsShowCmd(&co), jobsCancelCmd(&co), jobsRetryCmd(&co), jobsEnqueueCmd(&co))
+	return cmd
+}
+
+func jobsLsCmd(co *clientOptions) *cobra.Command {
+	var o listOptions
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "Queue depths and runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := o.params()
+			if err != nil {
+				return err
+			}
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			qs, err := c.Queues(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if o.queue != "" {
+				qs = slices.DeleteFunc(qs, func(q engine.QueueView) bool { return q.Queue != o.queue })
+			}
+			page, err := c.ListRuns(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(out, struct {
+					Queues []engine.QueueView  `json:"queues"`
+					Runs   []engine.RunSummary `json:"runs"`
+					Next   string              `json:"next,omitempty"`
+				}{qs, page.Runs, page.Next})
+			}
+			if len(qs) > 0 {
+				if err := printQueues(out, qs); err != nil {
+					return err
+				}
+				fmt.Fprintln(out)
+			}
+			return printRuns(out, time.Now(), page)
+		},
+	}
+	o.flags(cmd, true)
+	return cmd
+}
+
+func jobsShowCmd(co *clientOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "A run with its per-step trace, failed attempts and retries",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			v, err := c.GetRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), v)
+			}
+			return printRun(cmd.OutOrStdout(), time.Now(), v)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func jobsCancelCmd(co *clientOptions) *cobra.Command {
+	var reason string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a run: at once when queued or suspended, at its next heartbeat when running",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.Cancel(cmd.Context(), args[0], reason)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s (%s)\n", s.ID, s.Job)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the run's history")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func jobsRetryCmd(co *clientOptions) *cobra.Command {
+	var fromStep, reason, by string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "retry ID",
+		Short: "Reopen a dead-lettered or blocked run, from a step with --from-step",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.Retry(cmd.Context(), engine.RetryRequest{RunID: args[0], FromStep: fromStep, By: by, Reason: reason})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			from := ""
+			if fromStep != "" {
+				from = " from step " + fromStep
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "retried run %s (%s)%s: %s\n", s.ID, s.Job, from, s.State)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fromStep, "from-step", "", "re-run from this step on (its recorded result and later ones are discarded)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	cmd.Flags().StringVar(&by, "by", whoami(), "who, for the audit trail")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
+	var input, key, tenant, queue, by string
+	var noTenant, asJSON bool
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:   "enqueue NAME --key K (--tenant T | --no-tenant) [--input JSON]",
+		Short: "Start a run of a job by name",
+		Long: "Starts a run, or finds the live run holding the same key. An enqueue by name cannot derive\n" +
+			"the idempotency key or the tenant from the input, so both are required: --key, and\n" +
+			"--tenant or --no-tenant.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				return cli.UsageCode(jobs.CodeJobIdempotencyRequired, "name the run's idempotency key with --key")
+			}
+			if (tenant == "") == !noTenant {
+				return cli.UsageCode(jobs.CodeJobTenantRequired, "name the run's tenant with --tenant T, or --no-tenant (exactly one)")
+			}
+			in, err := jobs.FromJSON([]byte(input))
+			if err != nil {
+				return cli.Usage("--input is not JSON: %s", strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
+			}
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Enqueue(cmd.Context(), jobs.EnqueueRequest{Job: args[0], Queue: queue, Input: in, Key: key,
+				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			if res.Deduped {
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s already holds key %q (deduped)\n", res.RunID, key)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "enqueued run %s\n", res.RunID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&input, "input", "", "the job's input as JSON")
+	f.StringVar(&key, "key", "", "idempotency key: a live run holding it is returned instead")
+	f.StringVar(&tenant, "tenant", "", "the tenant the run acts for")
+	f.BoolVar(&noTenant, "no-tenant", false, "the run acts for no tenant")
+	f.StringVar(&queue, "queue", "", "queue (default: \"default\"; a typed job's is in its definition)")
+	f.DurationVar(&delay, "delay", 0, "start the run after this long")
+	f.StringVar(&by, "by", whoami(), "who enqueued it (attribution, never authority)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newEventsCmd() *cobra.Command {
+	var co clientOptions
+	cmd := &cobra.Command{Use: "events", Short: "Publish events to the runs waiting for them"}
+	co.flags(cmd)
+	var payload string
+	var asJSON bool
+	pub := &cobra.Command{
+		Use:   "publish NAME [--payload JSON]",
+		Short: "Publish an event; runs waiting for it whose match its fields equal receive it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := jobs.FromJSON([]byte(payload))
+			if err != nil {
+				return cli.Usage("--payload is not JSON: %s", strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
+			}
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.PublishEvent(cmd.Context(), args[0], p)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "published %s as %s: delivered to %d waiting run(s)\n", args[0], res.EventID, res.Delivered)
+			return nil
+		},
+	}
+	pub.Flags().StringVar(&payload, "payload", "", "the event's payload as JSON")
+	pub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(pub)
+	return cmd
+}
+
+func newHistoryCmd() *cobra.Command {
+	var co clientOptions
+	cmd := &cobra.Command{Use: "history", Short: "Read a run's event history"}
+	co.flags(cmd)
+	var format string
+	dump := &cobra.Command{
+		Use:   "dump ID",
+		Short: "Print a run's history: JSON lines that history.Load reads and replay.Check replays",
+		Long: "Prints the run's history. The default, jsonl, is the dump format: save it under a\n" +
+			"testdata/ folder and replay it against the current code (replay.CheckFile) to catch a\n" +
+			"deploy that would no longer replay runs in flight. table is for people; json is one array.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "jsonl" && format != "table" && format != "json" {
+				return cli.Usage("--format %q: want jsonl, json or table", format)
+			}
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var buf bytes.Buffer
+			if err := c.DumpHistory(cmd.Context(), args[0], &buf); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch format {
+			case "jsonl":
+				_, err = out.Write(buf.Bytes())
+				return err
+			case "json":
+				var lines []json.RawMessage
+				for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte{'\n'}) {
+					if len(l) > 0 {
+						lines = append(lines, l)
+					}
+				}
+				return printJSON(out, lines)
+			}
+			events, err := history.Load(&buf)
+			if err != nil {
+				return jobs.Wrap(jobs.CodeEncoding, err, "read the dump")
+			}
+			return history.Table(out, events)
+		},
+	}
+	dump.Flags().StringVar(&format, "format", "jsonl", "jsonl, json or table")
+	cmd.AddCommand(dump)
+	return cmd
+}
+
+func newDeadLettersCmd() *cobra.Command {
+	var co clientOptions
+	var o listOptions
+	cmd := &cobra.Command{
+		Use:   "dead-letters",
+		Short: "Dead-lettered runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := o.params()
+			if err != nil {
+				return err
+			}
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			page, err := c.DeadLetters(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), page)
+			}
+			return printDeadLetters(cmd.OutOrStdout(), time.Now(), page)
+		},
+	}
+	co.flags(cmd)
+	o.flags(cmd, false)
+	return cmd
+}
+
+func newCodesCmd() *cobra.Command {
+	var co clientOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "codes",
+		Short: "Every X_ code the engine raises, with its retry class and meaning",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := co.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			codes, err := c.Codes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), api.CodeList{Codes: codes})
+			}
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "CODE\tCLASS\tMEANING")
+			for _, ci := range codes {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", ci.Code, ci.Class, ci.Meaning)
+			}
+			return tw.Flush()
+		},
+	}
+	co.flags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

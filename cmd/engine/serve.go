@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/fx"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/cmd/internal/cli"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/postgres"
+	"github.com/ultimat3/jobs/store/sqlite"
+)
+
+// dbOptions choose the store: Postgres when a database URL names one, else the embedded SQLite
+// file under the data directory.
+type dbOptions struct {
+	url     string
+	schema  string
+	dataDir string
+}
+
+func (o *dbOptions) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.url, "database-url", cli.Env("DATABASE_URL", ""),
+		"Postgres URL (postgres:// or postgresql://); empty uses SQLite under --data-dir [$DATABASE_URL]")
+	f.StringVar(&o.schema, "database-schema", cli.Env("JOBS_DB_SCHEMA", "jobs"),
+		"Postgres schema holding the engine's tables [$JOBS_DB_SCHEMA]")
+	f.StringVar(&o.dataDir, "data-dir", cli.Env("JOBS_DATA_DIR", "data"),
+		"directory of the SQLite database, jobs.db [$JOBS_DATA_DIR]")
+}
+
+// postgres reports whether the options name Postgres, refusing a URL of any other database
+// rather than silently falling back to SQLite (DATABASE_URL is often set for something else).
+func (o *dbOptions) postgres() (bool, error) {
+	if o.url == "" {
+		return false, nil
+	}
+	if strings.HasPrefix(o.url, "postgres://") || strings.HasPrefix(o.url, "postgresql://") {
+		return true, nil
+	}
+	scheme, _, _ := strings.Cut(o.url, ":")
+	return false, jobs.Errorf(jobs.CodeDriverUnavailable,
+		"--database-url / DATABASE_URL names a %q database; the engine runs on Postgres (postgres://…) or, with no URL, on SQLite", scheme)
+}
+
+func (o *dbOptions) sqlitePath() string { return filepath.Join(o.dataDir, "jobs.db") }
+
+// describe names the database for logs, without the URL's password.
+func (o *dbOptions) describe() string {
+	if pg, _ := o.postgres(); pg {
+		host := o.url
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:]
+		} else {
+			host = strings.SplitN(strings.SplitN(host, "://", 2)[1], "/", 2)[0]
+		}
+		host, _, _ = strings.Cut(host, "?")
+		return fmt.Sprintf("postgres %s (schema %s)", host, o.schema)
+	}
+	return "sqlite " + o.sqlitePath()
+}
+
+func (o *dbOptions) open(ctx context.Context, log *slog.Logger) (store.Store, error) {
+	pg, err := o.postgres()
+	if err != nil {
+		return nil, err
+	}
+	if pg {
+		return postgres.Open(ctx, postgres.Config{URL: o.url, Schema: o.schema, Logger: log})
+	}
+	return sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
+}
+
+// migrate brings the schema up to date and returns.
+func (o *dbOptions) migrate(ctx context.Context) error {
+	pg, err := o.postgres()
+	if err != nil {
+		return err
+	}
+	if pg {
+		return postgres.Migrate(ctx, postgres.Config{URL: o.url, Schema: o.schema})
+	}
+	// SQLite migrates as it opens: the file is the engine's alone, so there is no separate
+	// deploy step to coordinate.
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
+
+type serveOptions struct {
+	db           dbOptions
+	addr         string
+	token        string
+	maxBody      int64
+	drainTimeout time.Duration
+	logLevel     string
+	logFormat    string
+}
+
+func (o *serveOptions) flags(cmd *cobra.Command) {
+	o.db.flags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", cli.Env("JOBS_ADDR", api.DefaultAddr), "address the API listens on [$JOBS_ADDR]")
+	f.StringVar(&o.token, "token", cli.Env("JOBS_TOKEN", ""), "bearer token every request must carry; empty: none [$JOBS_TOKEN]")
+	f.Int64Var(&o.maxBody, "max-body", 2<<20, "largest request body accepted, in bytes")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", cli.EnvDuration("JOBS_DRAIN_TIMEOUT", 30*time.Second),
+		"how long a SIGTERM waits for requests and commits in flight [$JOBS_DRAIN_TIMEOUT]")
+	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
+	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+}
+
+// serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
+// drain runs API (stop accepting, finish requests) → engine (finish queued commits, stop timers)
+// → store (close).
+func serve(cmd *cobra.Command, o *serveOptions) error {
+	if o.maxBody <= 0 {
+		return cli.Usage("--max-body must be positive, got %d", o.maxBody)
+	}
+	if _, err := o.db.postgres(); err != nil {
+		return err
+	}
+	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	if o.token == "" && !loopback(o.addr) {
+		log.Warn("jobs.api.unauthenticated", "addr", o.addr,
+			"hint", "the API is reachable beyond this machine and takes no token: set --token or JOBS_TOKEN")
+	}
+	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr)
+	app := fx.New(
+		cli.FxLogger(log),
+		fx.Supply(log),
+		fx.Provide(func(lc fx.Lifecycle) (store.Store, error) {
+			st, err := o.db.open(cmd.Context(), log)
+			if err != nil {
+				return nil, err
+			}
+			lc.Append(fx.StopHook(st.Close))
+			return st, nil
+		}),
+		fx.Supply(engine.Config{}),
+		engine.Module,
+		fx.Supply(api.Config{Addr: o.addr, Token: o.token, MaxBody: o.maxBody}),
+		api.Module,
+	)
+	return cli.Serve(cmd.Context(), app, log, time.Minute, o.drainTimeout)
+}
+
+// loopback reports whether addr listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newMigrateCmd() *cobra.Command {
+	var o dbOptions
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or update the database schema, then exit",
+		Long: "Applies the embedded migrations the database has not applied yet. On Postgres this is a\n" +
+			"deploy step (it takes an advisory lock, so replicas migrating at once apply each migration\n" +
+			"once); SQLite migrates on open as well.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.migrate(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "migrated %s\n", o.describe())
+			return nil
+		},
+	}
+	o.flags(cmd)
+	return cmd
+}

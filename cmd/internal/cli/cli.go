@@ -1,0 +1,167 @@
+// Package cli holds what the engine and worker binaries share: exit codes and how errors are
+// printed, flags that default from the environment, the logger, and running an fx app until
+// SIGTERM with an ordered drain.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/ultimat3/jobs"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1 // the command ran and failed: the engine refused, or could not be reached
+	ExitUsage = 2 // the command line is wrong
+)
+
+// usageError is a mistake in the command line.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// Usage returns a usage error: printed with X_BAD_REQUEST and a pointer to --help, exit 2.
+func Usage(format string, args ...any) error {
+	return usageError{jobs.Errorf(jobs.CodeBadRequest, format, args...)}
+}
+
+// UsageCode is Usage with a more precise code than X_BAD_REQUEST (a missing tenant is
+// X_JOB_TENANT_REQUIRED whether the engine or the command line notices).
+func UsageCode(c jobs.Code, format string, args ...any) error {
+	return usageError{jobs.Errorf(c, format, args...)}
+}
+
+// Execute runs a cobra command tree with args and returns the process's exit code. Errors are
+// printed on stderr as "X_CODE: message", whatever produced them.
+func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	// Cobra reports bad flags, bad argument counts, missing required flags and unknown commands
+	// before a command's RunE: everything it returns before one starts is a usage error.
+	started := false
+	markStart(root, &started)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	var u usageError
+	if !started || errors.As(err, &u) {
+		fmt.Fprintf(stderr, "%s\nRun '%s --help' for usage.\n", describe(err, jobs.CodeBadRequest), cmd.CommandPath())
+		return ExitUsage
+	}
+	fmt.Fprintln(stderr, describe(err, jobs.CodeInternal))
+	return ExitError
+}
+
+func markStart(c *cobra.Command, started *bool) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			*started = true
+			return run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markStart(sub, started)
+	}
+}
+
+// describe renders err as "X_CODE: message": the *jobs.Error it wraps, if any (fx and cobra
+// wrap errors in their own words, which say less than the code), else fallback and the text.
+func describe(err error, fallback jobs.Code) string {
+	var e *jobs.Error
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	return string(fallback) + ": " + err.Error()
+}
+
+// Env returns the environment variable name, or def when it is unset or empty.
+func Env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvDuration is Env for a duration; an unparsable value is reported when flags are checked.
+func EnvDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// Logger returns the process's logger: text or JSON on w, at level.
+func Logger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, Usage("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, Usage("--log-format %q: want text or json", format)
+}
+
+// FxLogger routes fx's own events to log, quietly: its step-by-step wiring at debug, its errors
+// at error.
+func FxLogger(log *slog.Logger) fx.Option {
+	return fx.WithLogger(func() fxevent.Logger {
+		l := &fxevent.SlogLogger{Logger: log}
+		l.UseLogLevel(slog.LevelDebug)
+		l.UseErrorLevel(slog.LevelError)
+		return l
+	})
+}
+
+// Serve starts app, waits for SIGINT or SIGTERM (or ctx to end), then stops it within
+// stopTimeout. fx runs the stop hooks in the reverse order of the start hooks, which is the
+// drain order the services are wired for: stop accepting, finish what is in flight, close the
+// store.
+func Serve(ctx context.Context, app *fx.App, log *slog.Logger, startTimeout, stopTimeout time.Duration) error {
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	err := app.Start(startCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	select {
+	case sig := <-app.Wait():
+		log.Info("jobs.shutdown", "signal", sig.Signal.String(), "drain_timeout", stopTimeout)
+	case <-ctx.Done():
+		log.Info("jobs.shutdown", "reason", context.Cause(ctx).Error(), "drain_timeout", stopTimeout)
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if err := app.Stop(stopCtx); err != nil {
+		return jobs.Wrap(jobs.CodeDraining, err, "the drain did not finish cleanly within %s", stopTimeout)
+	}
+	log.Info("jobs.stopped")
+	return nil
+}

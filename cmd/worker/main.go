@@ -1,0 +1,207 @@
+// Command worker is the reference worker: it hosts the jobs of package examples (the org
+// onboarding and the order saga) and runs them for an engine reached over HTTP (--server).
+//
+// SIGTERM or SIGINT drains it: it stops claiming, lets the runs in flight finish their current
+// claim (up to --drain-timeout), unwinds its parked runs and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"go.uber.org/fx"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/cmd/internal/cli"
+	"github.com/ultimat3/jobs/examples"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/worker"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetContext(ctx)
+	return cli.Execute(root, args, stdout, stderr)
+}
+
+type options struct {
+	server          string
+	token           string
+	id              string
+	queues          string
+	concurrency     int
+	pollWait        time.Duration
+	onboardingSleep time.Duration
+	planTimeout     time.Duration
+	paymentTimeout  time.Duration
+	drainTimeout    time.Duration
+	metricsAddr     string
+	logLevel        string
+	logFormat       string
+}
+
+func newRootCmd() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the example jobs (onboarding, order saga) for an engine",
+		Long: "Hosts the jobs of package examples and runs them for the engine at --server.\n\n" +
+			"SIGTERM drains: stop claiming, finish the runs in flight (up to --drain-timeout), exit 0.\n" +
+			"Errors print as \"X_CODE: message\" on stderr; exit 1 when the worker fails, 2 for usage.",
+		Args:              cobra.NoArgs,
+		RunE:              func(cmd *cobra.Command, _ []string) error { return serve(cmd, &o) },
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server, "server", cli.Env("JOBS_SERVER", "http://"+api.DefaultAddr), "the engine's API [$JOBS_SERVER]")
+	f.StringVar(&o.token, "token", cli.Env("JOBS_TOKEN", ""), "bearer token [$JOBS_TOKEN]")
+	f.StringVar(&o.id, "id", cli.Env("JOBS_WORKER_ID", ""), "worker id in leases and logs (default host-pid-random) [$JOBS_WORKER_ID]")
+	f.StringVar(&o.queues, "queues", cli.Env("JOBS_QUEUES", ""),
+		"queues to poll, comma-separated, each optionally with its concurrency (orders=20); default every queue of the examples [$JOBS_QUEUES]")
+	f.IntVar(&o.concurrency, "concurrency", 10, "runs per queue executing at once, for queues named without one")
+	f.DurationVar(&o.pollWait, "poll-wait", 10*time.Second, "how long one long-poll waits for work")
+	f.DurationVar(&o.onboardingSleep, "onboarding-sleep", cli.EnvDuration("JOBS_ONBOARDING_SLEEP", examples.DefaultOnboardingSleep),
+		"the onboarding's pause before it asks for a plan [$JOBS_ONBOARDING_SLEEP]")
+	f.DurationVar(&o.planTimeout, "plan-timeout", cli.EnvDuration("JOBS_PLAN_TIMEOUT", examples.DefaultPlanTimeout),
+		"how long the onboarding waits for plan.chosen [$JOBS_PLAN_TIMEOUT]")
+	f.DurationVar(&o.paymentTimeout, "payment-timeout", cli.EnvDuration("JOBS_PAYMENT_TIMEOUT", examples.DefaultPaymentTimeout),
+		"how long an order waits for payment.received before it releases its reservation [$JOBS_PAYMENT_TIMEOUT]")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", cli.EnvDuration("JOBS_DRAIN_TIMEOUT", 30*time.Second),
+		"how long a SIGTERM waits for the runs in flight [$JOBS_DRAIN_TIMEOUT]")
+	f.StringVar(&o.metricsAddr, "metrics-addr", cli.Env("JOBS_METRICS_ADDR", ""),
+		"serve /metrics (jobs_total, job_leases_lost_total, …) on this address; empty: off [$JOBS_METRICS_ADDR]")
+	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
+	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	return cmd
+}
+
+// parseQueues reads "a,b=5" into a concurrency per queue; empty means every queue of reg.
+func parseQueues(spec string, concurrency int, reg *jobs.Registry) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(spec) == "" {
+		for _, q := range reg.Queues() {
+			out[q] = concurrency
+		}
+		return out, nil
+	}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, n, hasN := strings.Cut(part, "=")
+		c := concurrency
+		if hasN {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 1 {
+				return nil, cli.Usage("--queues %q: the concurrency of %q must be a whole number ≥ 1", spec, name)
+			}
+			c = v
+		}
+		if name == "" {
+			return nil, cli.Usage("--queues %q: a queue has no name", spec)
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		return nil, cli.Usage("--queues %q names no queue", spec)
+	}
+	return out, nil
+}
+
+// serve runs the worker until SIGTERM. The fx graph is client → worker, so the drain stops the
+// worker (stop claiming, finish in flight) before the client's connections are closed.
+func serve(cmd *cobra.Command, o *options) error {
+	switch {
+	case o.concurrency < 1:
+		return cli.Usage("--concurrency must be at least 1, got %d", o.concurrency)
+	case o.onboardingSleep <= 0 || o.planTimeout <= 0 || o.paymentTimeout <= 0:
+		return cli.Usage("--onboarding-sleep, --plan-timeout and --payment-timeout must be positive")
+	case o.pollWait <= 0:
+		return cli.Usage("--poll-wait must be positive")
+	}
+	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	server := o.server
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	client, err := api.NewClient(server, o.token)
+	if err != nil {
+		return cli.Usage("--server %q: want http://host:port", o.server)
+	}
+	reg := examples.NewRegistry(examples.Options{OnboardingSleep: o.onboardingSleep, PlanTimeout: o.planTimeout,
+		PaymentTimeout: o.paymentTimeout})
+	queues, err := parseQueues(o.queues, o.concurrency, reg)
+	if err != nil {
+		return err
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	opts := []fx.Option{
+		cli.FxLogger(log),
+		fx.Supply(log),
+		fx.Provide(func(lc fx.Lifecycle) frontend.Frontend {
+			lc.Append(fx.StopHook(client.Close))
+			return client
+		}),
+		fx.Supply(reg),
+		fx.Provide(func() prometheus.Registerer { return registry }),
+		fx.Supply(worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait}),
+		worker.Module,
+		fx.Invoke(func(w *worker.Worker) {
+			log.Info("jobs.worker.starting", "id", w.ID(), "server", server, "queues", fmt.Sprint(queues))
+		}),
+	}
+	if o.metricsAddr != "" {
+		opts = append(opts, fx.Invoke(func(lc fx.Lifecycle) { metricsServer(lc, o.metricsAddr, registry, log) }))
+	}
+	return cli.Serve(cmd.Context(), fx.New(opts...), log, 30*time.Second, o.drainTimeout)
+}
+
+// metricsServer serves the worker's counters (jobs_total, job_leases_lost_total, …) and the
+// process's gauges while the app runs.
+func metricsServer(lc fx.Lifecycle, addr string, g prometheus.Gatherer, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			var lcfg net.ListenConfig
+			ln, err := lcfg.Listen(ctx, "tcp", addr)
+			if err != nil {
+				return jobs.Wrap(jobs.CodeBadRequest, err, "metrics: listen on %s (is the address in use, or not this machine's?)", addr)
+			}
+			log.Info("jobs.metrics.listening", "addr", ln.Addr().String())
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("jobs.metrics.serve-failed", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/examples"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
+)
+
+func TestMain(m *testing.M) {
+	// fx's signal relay starts os/signal's process-wide reader, which by design never exits.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"), goleak.IgnoreTopFunction("os/signal.loop"))
+}
+
+func TestParseQueues(t *testing.T) {
+	t.Parallel()
+	reg := examples.Registry()
+	got, err := parseQueues("", 7, reg)
+	if err != nil || len(got) != 2 || got["default"] != 7 || got["orders"] != 7 {
+		t.Fatalf("default queues = %v, %v", got, err)
+	}
+	got, err = parseQueues("orders=20, default", 3, reg)
+	if err != nil || got["orders"] != 20 || got["default"] != 3 {
+		t.Fatalf("explicit queues = %v, %v", got, err)
+	}
+	for _, bad := range []string{"orders=0", "orders=x", "=4", ","} {
+		if _, err := parseQueues(bad, 3, reg); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--concurrency", "0"},
+		{"--queues", "orders=0"},
+		{"--server", "ftp://x"},
+		{"--onboarding-sleep", "-1s"},
+		{"--log-level", "loud"},
+		{"extra-arg"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "X_BAD_REQUEST: ") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and X_BAD_REQUEST", args, code, errb.String())
+		}
+	}
+}
+
+// TestRunsTheExamplesAndDrains runs the worker command in-process against an engine behind the
+// API, completes an onboarding through it, then stops it as SIGTERM would.
+func TestRunsTheExamplesAndDrains(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Clock: clock.Real{}})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Drain)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--server", ts.URL, "--token", "t", "--poll-wait", "200ms",
+			"--onboarding-sleep", "200ms", "--log-level", "debug"}, &bytes.Buffer{}, &stderr)
+	}()
+
+	res, err := examples.Onboarding.Enqueue(context.Background(), env.Engine, examples.OnboardingInput{OrgID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker binary runs on the wall clock, so the engine does too: the 200ms sleep wakes on
+	// its own, and the run then waits for its plan.
+	deadline := time.Now().Add(20 * time.Second)
+	for len(env.History(res.RunID)) < 6 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := env.Engine.Publish(context.Background(), "plan.chosen", examples.PlanChosen{OrgID: "w", Plan: "pro"}); err != nil {
+		t.Fatal(err)
+	}
+	env.Await(res.RunID, store.StateCompleted)
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("worker exited %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the worker did not drain within 15s")
+	}
+	if !strings.Contains(stderr.String(), "jobs.stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
