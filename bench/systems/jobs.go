@@ -1,0 +1,185 @@
+package systems
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/postgres"
+	"github.com/ultimat3/jobs/store/sqlite"
+	"github.com/ultimat3/jobs/worker"
+)
+
+func init() {
+	Register("jobs", func() System { return &jobsSystem{backend: "postgres"} })
+	Register("jobs_sqlite", func() System { return &jobsSystem{backend: "sqlite"} })
+}
+
+// jobsSystem is our engine, in-process: engine, store and worker in the bench process, the way
+// an app embedding the library on Postgres (or on the embedded SQLite file) runs it.
+type jobsSystem struct {
+	backend string
+	st      store.Store
+	eng     *engine.Engine
+	w       *worker.Worker
+	// completed counts runs whose completion the engine acknowledged: counted at the seam, so
+	// verifying costs the database nothing.
+	completed atomic.Int64
+	steps     atomic.Int64
+}
+
+func (s *jobsSystem) Name() string {
+	if s.backend == "sqlite" {
+		return "jobs (embedded SQLite)"
+	}
+	return "jobs"
+}
+
+func (s *jobsSystem) Module() string { return "github.com/ultimat3/jobs" }
+
+func (s *jobsSystem) Skip(scenario string) string { return "" }
+
+func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
+	var err error
+	if s.backend == "sqlite" {
+		s.st, err = sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(env.Dir, "jobs.db")})
+	} else {
+		s.st, err = postgres.Open(ctx, postgres.Config{URL: env.DatabaseURL, Schema: "jobs", MaxConns: env.PoolSize})
+	}
+	if err != nil {
+		return err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	return s.eng.Start(ctx)
+}
+
+// counting observes acknowledged completions on their way from the worker to the engine.
+type counting struct {
+	frontend.Frontend
+	completed *atomic.Int64
+	steps     *atomic.Int64
+}
+
+func (c counting) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	resp, err := c.Frontend.Record(ctx, req)
+	if err == nil {
+		for _, cmd := range req.Commands {
+			switch cmd.Kind {
+			case frontend.CmdComplete:
+				c.completed.Add(1)
+			case frontend.CmdStep:
+				c.steps.Add(1)
+			}
+		}
+	}
+	return resp, err
+}
+
+func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concurrency int) error {
+	reg, err := jobs.NewRegistry(def)
+	if err != nil {
+		return err
+	}
+	s.w, err = worker.New(worker.Config{
+		Frontend:    counting{Frontend: s.eng, completed: &s.completed, steps: &s.steps},
+		Registry:    reg,
+		Concurrency: concurrency,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	return s.w.Start(ctx)
+}
+
+// run enqueues n runs from `concurrency` producers while the worker executes them, and returns
+// when every run's completion was acknowledged.
+func (s *jobsSystem) run(ctx context.Context, def *jobs.Job[int, int], n, concurrency int) error {
+	if err := s.startWorker(ctx, def, concurrency); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrency)
+	for p := 0; p < concurrency; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < n; i += concurrency {
+				if _, err := def.Enqueue(ctx, s.eng, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	for s.completed.Load() < int64(n) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d runs completed: %w", s.completed.Load(), n, ctx.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+func (s *jobsSystem) NoopJobs(ctx context.Context, n, concurrency int) (Result, error) {
+	def := jobs.MustDefine("noop", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
+		func(*jobs.Ctx, int) (int, error) { return 0, nil })
+	if err := s.run(ctx, def, n, concurrency); err != nil {
+		return Result{}, err
+	}
+	return Result{Units: int(s.completed.Load()), Backend: s.backend}, nil
+}
+
+func (s *jobsSystem) TenStep(ctx context.Context, runs, concurrency int) (Result, error) {
+	def := jobs.MustDefine("tenstep", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, in int) (int, error) {
+			for i := 0; i < 10; i++ {
+				if _, err := jobs.Step(c, stepNames[i], func(context.Context) (int, error) { return i, nil }); err != nil {
+					return 0, err
+				}
+			}
+			return in, nil
+		})
+	if err := s.run(ctx, def, runs, concurrency); err != nil {
+		return Result{}, err
+	}
+	if got := s.steps.Load(); got != int64(runs*10) {
+		return Result{}, fmt.Errorf("%d steps recorded, want %d", got, runs*10)
+	}
+	return Result{Units: int(s.completed.Load()), Steps: int(s.steps.Load()), Backend: s.backend}, nil
+}
+
+var stepNames = [10]string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"}
+
+func (s *jobsSystem) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s.w != nil {
+		_ = s.w.Stop(ctx)
+	}
+	if s.eng != nil {
+		_ = s.eng.Stop(ctx)
+	}
+	if s.st != nil {
+		return s.st.Close()
+	}
+	return nil
+}
