@@ -3,9 +3,10 @@ package jobs
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ultimat3/jobs/history"
 )
 
 // Inputs, step outputs, results and event payloads are stored as msgpack. Structs are encoded by
@@ -63,7 +64,7 @@ func ToJSON(data []byte) (json.RawMessage, error) {
 	if err := msgpack.Unmarshal(data, &v); err != nil {
 		return nil, Wrap(CodeEncoding, err, "stored value is not msgpack")
 	}
-	out, err := json.Marshal(jsonValue(v))
+	out, err := json.Marshal(history.JSONable(v))
 	if err != nil {
 		return nil, Wrap(CodeEncoding, err, "render JSON")
 	}
@@ -85,27 +86,6 @@ func numbers(v any) any {
 	case []any:
 		for i, e := range x {
 			x[i] = numbers(e)
-		}
-	}
-	return v
-}
-
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonValue(e)
-		}
-		return m
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonValue(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = jsonValue(e)
 		}
 	}
 	return v

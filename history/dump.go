@@ -85,11 +85,11 @@ func View(e Event) any {
 		if b, ok := v.([]byte); ok {
 			var inner any
 			if err := msgpack.Unmarshal(b, &inner); err == nil {
-				m[k] = jsonable(inner)
+				m[k] = JSONable(inner)
 				continue
 			}
 		}
-		m[k] = jsonable(v)
+		m[k] = JSONable(v)
 	}
 	return m
 }

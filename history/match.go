@@ -117,7 +117,7 @@ func canonical(v any) (string, error) {
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	if err := enc.Encode(jsonable(g)); err != nil {
+	if err := enc.Encode(JSONable(g)); err != nil {
 		return "", err
 	}
 	return string(bytes.TrimSpace(buf.Bytes())), nil
@@ -130,25 +130,26 @@ func canonicalFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// jsonable converts msgpack's generic maps (map[any]any) into ones encoding/json accepts.
-func jsonable(v any) any {
+// JSONable converts msgpack's generic maps (map[any]any), at any depth, into ones encoding/json
+// accepts.
+func JSONable(v any) any {
 	switch x := v.(type) {
 	case map[any]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
+			m[fmt.Sprint(k)] = JSONable(e)
 		}
 		return m
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			m[k] = jsonable(e)
+			m[k] = JSONable(e)
 		}
 		return m
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = jsonable(e)
+			out[i] = JSONable(e)
 		}
 		return out
 	}
