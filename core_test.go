@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -510,4 +511,20 @@ func TestDefinitionRefusesBadValues(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+func TestEnqueueRefusesIdentifiersNoStoreCanHold(t *testing.T) {
+	env := newEnv(t)
+	for _, req := range []jobs.EnqueueRequest{
+		{Job: "j", Key: "k\x00", NoTenant: true},
+		{Job: "j\xff", Key: "k", NoTenant: true},
+		{Job: "j", Key: "k", Tenant: strings.Repeat("t", 1001)},
+	} {
+		if _, err := env.Engine.Enqueue(context.Background(), req); !jobs.HasCode(err, jobs.CodeBadRequest) {
+			t.Errorf("%q: %v, want X_BAD_REQUEST", req.Key, err)
+		}
+	}
+	if _, err := env.Engine.Publish(context.Background(), "ev\x00", 1); !jobs.HasCode(err, jobs.CodeBadRequest) {
+		t.Errorf("event name with NUL: %v", err)
+	}
 }

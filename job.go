@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultQueue is the queue of a job that names none.
@@ -275,6 +277,25 @@ func (r EnqueueRequest) Validate() error {
 		return Errorf(CodeBadRequest, "enqueue of %q names a tenant and no-tenant", r.Job)
 	case r.Delay < 0 || math.IsNaN(float64(r.Delay)):
 		return Errorf(CodeBadRequest, "enqueue of %q has a negative delay", r.Job)
+	}
+	for field, v := range map[string]string{"job": r.Job, "queue": r.Queue, "key": r.Key, "tenant": r.Tenant, "enqueuedBy": r.EnqueuedBy} {
+		if err := ValidIdentifier(field, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidIdentifier refuses a name, key or id that no store can hold faithfully: invalid UTF-8, a
+// NUL byte (Postgres text refuses it), or more than 1,000 bytes.
+func ValidIdentifier(field, v string) error {
+	switch {
+	case !utf8.ValidString(v):
+		return Errorf(CodeBadRequest, "%s is not valid UTF-8", field)
+	case strings.IndexByte(v, 0) >= 0:
+		return Errorf(CodeBadRequest, "%s contains a NUL byte", field)
+	case len(v) > 1000:
+		return Errorf(CodeBadRequest, "%s is %d bytes; the limit is 1000", field, len(v))
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Pub
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
+	if err := jobs.ValidIdentifier("event name", name); err != nil {
+		return Published{}, err
+	}
 	if len(payload) > s.cfg.MaxPayload {
 		return Published{}, jobs.Errorf(jobs.CodePayloadTooLarge, "event %q: payload is %d bytes, the limit is %d", name, len(payload), s.cfg.MaxPayload)
 	}
