@@ -41,8 +41,8 @@ type Config struct {
 	// MaxPayload bounds inputs, step outputs, results and event payloads, encoded. Defaults to
 	// 1 MiB.
 	MaxPayload int
-	// Committers is how many group commits may be in flight at once. Defaults to 2: one
-	// transaction collects the next batch while the other waits for its fsync.
+	// Committers is how many group commits may be in flight at once. Defaults to the store's
+	// store.Parallel hint, else 1 (a single writer gains nothing from more).
 	Committers int
 	// MaxBatch bounds the mutations of one group commit. Defaults to 512.
 	MaxBatch int
@@ -90,7 +90,10 @@ func New(cfg Config) (*Engine, error) {
 		cfg.MaxPayload = 1 << 20
 	}
 	if cfg.Committers <= 0 {
-		cfg.Committers = 2
+		cfg.Committers = 1
+		if p, ok := cfg.Store.(store.Parallel); ok && p.WriteParallelism() > 0 {
+			cfg.Committers = p.WriteParallelism()
+		}
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512

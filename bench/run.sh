@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/run.sh — builds and runs the benchmark suite, writes BENCHMARKS.md at the repository root.
+#
+# Run it under a throwaway PostgreSQL, which is what `make bench` does:
+#     scripts/with-postgres.sh bench/run.sh
+# A smoke test of the whole pipeline (tiny counts, one run, a few minutes):
+#     BENCH_QUICK=1 scripts/with-postgres.sh bench/run.sh
+#
+# Knobs (environment): BENCH_QUICK, BENCH_RUNS, BENCH_NOOP_JOBS, BENCH_TENSTEP_RUNS,
+# BENCH_CONCURRENCY, BENCH_POOL, BENCH_PGBENCH_SECONDS, BENCH_PGBENCH_CLIENTS,
+# BENCH_SQLITE_SECONDS, BENCH_SQLITE_SYNC, BENCH_SYSTEMS (comma-separated keys),
+# BENCH_RUN_TIMEOUT, BENCH_OUT, BENCH_JSON, PGBENCH. `bench/bin/bench -h` describes each.
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH_DIR/.." && pwd)
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+  echo "bench/run.sh: TEST_DATABASE_URL is not set; run it as scripts/with-postgres.sh bench/run.sh" >&2
+  exit 2
+fi
+
+# pgbench comes with the PostgreSQL client packages; with-postgres.sh installs the server.
+PGBENCH=${PGBENCH:-$(command -v pgbench || echo /usr/lib/postgresql/15/bin/pgbench)}
+export PGBENCH
+
+# bench/ is a module of its own so that no peer's dependencies reach the engine's go.mod.
+echo "bench/run.sh: building" >&2
+(cd "$BENCH_DIR" && go build -o bin/bench ./cmd/bench)
+
+# The engine revision measured, for the report (read-only git queries).
+if rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+  if [ -n "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ]; then
+    rev="$rev (with uncommitted changes)"
+  fi
+  export BENCH_JOBS_REV=${BENCH_JOBS_REV:-$rev}
+fi
+
+export BENCH_OUT=${BENCH_OUT:-$ROOT/BENCHMARKS.md}
+export BENCH_JSON=${BENCH_JSON:-$BENCH_DIR/out/results.json}
+exec "$BENCH_DIR/bin/bench" "$@"
