@@ -41,8 +41,10 @@ type Config struct {
 	// MaxPayload bounds inputs, step outputs, results and event payloads, encoded. Defaults to
 	// 1 MiB.
 	MaxPayload int
-	// Committers is how many group commits may be in flight at once. Defaults to the store's
-	// store.Parallel hint, else 1 (a single writer gains nothing from more).
+	// Committers is how many group commits may be in flight at once. Defaults to 1: one
+	// transaction in flight makes every batch as large as the load allows. Measured on 2 cores
+	// with Postgres, ten-step runs, 32 in flight: 1 committer 11.7k steps/s, 4 → 9.4k, 8 → 6.4k
+	// (smaller batches cost the database more CPU per step). SQLite has one writer anyway.
 	Committers int
 	// MaxBatch bounds the mutations of one group commit. Defaults to 512.
 	MaxBatch int
@@ -91,9 +93,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Committers <= 0 {
 		cfg.Committers = 1
-		if p, ok := cfg.Store.(store.Parallel); ok && p.WriteParallelism() > 0 {
-			cfg.Committers = p.WriteParallelism()
-		}
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512

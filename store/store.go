@@ -352,10 +352,3 @@ type Notifier interface {
 	Subscribe(ctx context.Context) (<-chan Signal, error)
 }
 
-// Parallel is implemented by stores that gain from several write transactions in flight at once.
-// Postgres does (concurrent commits share WAL flushes); a single-writer store such as SQLite does
-// not, and gets one group commit at a time, which makes each batch as large as it can be.
-type Parallel interface {
-	// WriteParallelism is how many group commits the engine keeps in flight.
-	WriteParallelism() int
-}

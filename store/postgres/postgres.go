@@ -44,10 +44,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"log/slog"
-	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -491,15 +489,3 @@ func (s *Store) notifyReady(b *pgx.Batch, queues []string) {
 	b.Queue(s.q(stmtNotify), s.chReady, slices.Compact(queues))
 }
 
-// WriteParallelism implements store.Parallel: several group commits in flight let Postgres merge
-// their WAL flushes, so a step waits for about one commit rather than for the batch before it.
-// JOBS_PG_COMMITTERS overrides it, for measuring.
-func (s *Store) WriteParallelism() int {
-	if n, err := strconv.Atoi(os.Getenv("JOBS_PG_COMMITTERS")); err == nil && n > 0 {
-		return n
-	}
-	return defaultCommitters
-}
-
-// defaultCommitters is measured: see BENCHMARKS.md, scenario 3.
-const defaultCommitters = 4
