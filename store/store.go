@@ -351,4 +351,3 @@ type Notifier interface {
 	// Subscribe delivers signals until ctx ends.
 	Subscribe(ctx context.Context) (<-chan Signal, error)
 }
-

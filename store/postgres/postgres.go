@@ -488,4 +488,3 @@ func (s *Store) notifyReady(b *pgx.Batch, queues []string) {
 	slices.Sort(queues)
 	b.Queue(s.q(stmtNotify), s.chReady, slices.Compact(queues))
 }
-
