@@ -13,6 +13,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/store/postgres"
 	"github.com/ultimat3/jobs/store/sqlite"
@@ -35,6 +36,14 @@ type jobsSystem struct {
 	// verifying costs the database nothing.
 	completed atomic.Int64
 	steps     atomic.Int64
+
+	// historyRead sums the time workers spent reading histories (nanoseconds).
+	historyRead atomic.Int64
+	// onRecord, when set, sees every acknowledged record request (the timer scenario reads
+	// the wake-up times of the sleeps from it).
+	onRecord func(frontend.RecordRequest)
+	// stickyRuns, when set, sizes the worker's cache of parked runs.
+	stickyRuns int
 }
 
 func (s *jobsSystem) Name() string {
@@ -69,13 +78,25 @@ func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
 // counting observes acknowledged completions on their way from the worker to the engine.
 type counting struct {
 	frontend.Frontend
-	completed *atomic.Int64
-	steps     *atomic.Int64
+	completed   *atomic.Int64
+	steps       *atomic.Int64
+	historyRead *atomic.Int64
+	onRecord    func(frontend.RecordRequest)
+}
+
+func (c counting) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
+	t0 := time.Now()
+	events, err := c.Frontend.History(ctx, runID, afterSeq)
+	c.historyRead.Add(int64(time.Since(t0)))
+	return events, err
 }
 
 func (c counting) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
 	resp, err := c.Frontend.Record(ctx, req)
 	if err == nil {
+		if c.onRecord != nil {
+			c.onRecord(req)
+		}
 		for _, cmd := range req.Commands {
 			switch cmd.Kind {
 			case frontend.CmdComplete:
@@ -94,9 +115,11 @@ func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concu
 		return err
 	}
 	s.w, err = worker.New(worker.Config{
-		Frontend:    counting{Frontend: s.eng, completed: &s.completed, steps: &s.steps},
+		Frontend: counting{Frontend: s.eng, completed: &s.completed, steps: &s.steps,
+			historyRead: &s.historyRead, onRecord: s.onRecord},
 		Registry:    reg,
 		Concurrency: concurrency,
+		StickyRuns:  s.stickyRuns,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -19,12 +19,18 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Scenario names, as used on the command line and in results.
 const (
 	ScenarioNoop    = "noop"    // n no-op jobs, enqueue → completed, bounded concurrency
 	ScenarioTenStep = "tenstep" // n workflow runs of 10 durable steps each, bounded concurrency
+
+	// Scenarios of our engine alone (peers implement neither Replayer nor TimerLagger).
+	ScenarioReplay = "replay" // replay.Check over an in-memory history of n step events
+	ScenarioResume = "resume" // a run with n recorded step events resumes on a fresh worker
+	ScenarioTimers = "timers" // n sleeping runs whose wake-ups fall due within one window
 )
 
 // Env is what the harness gives a system for one run.
@@ -56,6 +62,60 @@ type Result struct {
 	// Note is a short remark shown beside the figure (e.g. a setting that differs from the
 	// system's defaults).
 	Note string
+
+	// Events is the number of history events replayed in the timed call (replay, resume); the
+	// harness then reports events/s instead of units/s.
+	Events int
+	// AllocBytes and Allocs are the heap bytes and objects the process allocated during the
+	// timed call (runtime.MemStats deltas), for the per-event figures of replay and resume.
+	AllocBytes, Allocs uint64
+	// HistoryRead is the part of the timed call spent reading the run's history from the store
+	// (resume).
+	HistoryRead time.Duration
+	// Lags holds fired − due for every timer (timers), in no particular order.
+	Lags []time.Duration
+	// Arm is how long the runs took, before the timed call, from the first enqueue until every
+	// one had reached its sleep (timers); Slack is the least time left between a run reaching
+	// its sleep and its due time (negative: a run armed after it was due).
+	Arm, Slack time.Duration
+}
+
+// Measure is the timed part of a scenario that needs an untimed preparation: the harness opens
+// its window, calls it, and closes the window when it returns.
+type Measure func(ctx context.Context) (Result, error)
+
+// Replayer is implemented by systems that measure replaying long histories (our engine). Each
+// method does its scenario's untimed preparation and returns the part to time.
+type Replayer interface {
+	// ReplayCheck builds, in memory, the history of a run that called `events` steps, and
+	// returns a Measure that replays it with replay.Check (several passes; Result.Events counts
+	// every event replayed, Units the events of one history).
+	ReplayCheck(ctx context.Context, events int) (Measure, error)
+	// Resume writes, through the store API, a run whose history holds `events` completed steps
+	// and leaves it ready; the Measure starts a worker and returns when the run has completed,
+	// all of it replayed (Units and Events: the events replayed).
+	Resume(ctx context.Context, events int) (Measure, error)
+}
+
+// TimerSpec shapes the timer-lag scenario.
+type TimerSpec struct {
+	// Timers is the number of runs, each sleeping once.
+	Timers int
+	// Window is the span over which their due times are spread evenly: run i is due at
+	// T0 + i·Window/Timers.
+	Window time.Duration
+	// Lead is T0 − the first enqueue: the time every run has to reach its sleep before the
+	// first wake-up is due.
+	Lead time.Duration
+	// Concurrency is the worker's concurrency.
+	Concurrency int
+}
+
+// TimerLagger is implemented by systems that measure how late durable timers fire (our engine).
+// TimerLag enqueues the runs and waits until every one sleeps (untimed); the Measure returns when
+// all have woken and completed, with Result.Lags.
+type TimerLagger interface {
+	TimerLag(ctx context.Context, spec TimerSpec) (Measure, error)
 }
 
 // System is one measured system. Implementations need not be safe for concurrent use by the

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,34 @@ type config struct {
 	QuietWait      time.Duration // longest wait for an idle machine before a measurement
 	// DisturbanceBudget caps the total time spent waiting for quiet and re-running.
 	DisturbanceBudget time.Duration
+
+	// Scenarios 5 and 6, our engine only.
+	ReplayEvents []int         // history lengths replayed with replay.Check
+	ResumeEvents int           // recorded events of the run that resumes on a fresh worker
+	Timers       int           // sleeping runs of the timer-lag scenario
+	TimerWindow  time.Duration // span of their due times
+	TimerLead    time.Duration // first enqueue → first due time; 0 = derived from Timers
+	// Scenarios limits the run to some sections (pgbench, sqlite, noop, tenstep, replay,
+	// resume, timers); empty = all.
+	Scenarios []string
+}
+
+// allScenarios are the names BENCH_SCENARIOS accepts, in the order the harness runs them.
+var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, systems.ScenarioNoop, systems.ScenarioTenStep,
+	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers}
+
+func (c config) runs(scenario string) bool {
+	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
+}
+
+// timerLead is the time the timer runs get to fall asleep before the first is due: three seconds
+// plus 0.5 ms a run, about twice what arming them takes on the reference machine (10k runs were
+// all asleep after 2.8 s on Postgres, 2.3 s on SQLite), so a busier machine still makes it.
+func (c config) timerLead() time.Duration {
+	if c.TimerLead > 0 {
+		return c.TimerLead
+	}
+	return 3*time.Second + time.Duration(c.Timers)*time.Millisecond/2
 }
 
 func main() {
@@ -98,6 +127,12 @@ func parseConfig() (config, error) {
 		}
 		return full
 	}
+	pickStr := func(full, small string) string {
+		if quick {
+			return small
+		}
+		return full
+	}
 	var c config
 	var clients, syncs, only string
 	var timeout string
@@ -121,6 +156,18 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.Retries, "retries", envInt("BENCH_RETRIES", 2), "re-runs of a measurement during which other processes used the CPU (BENCH_RETRIES)")
 	var quietWait string
 	flag.StringVar(&quietWait, "quiet-wait", envStr("BENCH_QUIET_WAIT", "60s"), "longest wait for an idle machine before each measurement (BENCH_QUIET_WAIT)")
+	var replayEvents, timerWindow, timerLead, scenarios string
+	flag.StringVar(&replayEvents, "replay-events", envStr("BENCH_REPLAY_EVENTS", pickStr("10000,100000", "1000")),
+		"history lengths replayed in memory with replay.Check (BENCH_REPLAY_EVENTS)")
+	flag.IntVar(&c.ResumeEvents, "resume-events", envInt("BENCH_RESUME_EVENTS", pick(100000, 1000)),
+		"recorded events of the run that resumes from the store (BENCH_RESUME_EVENTS)")
+	flag.IntVar(&c.Timers, "timers", envInt("BENCH_TIMERS", pick(10000, 500)), "sleeping runs in the timer-lag scenario (BENCH_TIMERS)")
+	flag.StringVar(&timerWindow, "timer-window", envStr("BENCH_TIMER_WINDOW", pickStr("10s", "2s")),
+		"span over which the timers fall due (BENCH_TIMER_WINDOW)")
+	flag.StringVar(&timerLead, "timer-lead", envStr("BENCH_TIMER_LEAD", "auto"),
+		"first enqueue → first due time, the time the runs get to fall asleep; auto = 3s + 0.5ms per timer (BENCH_TIMER_LEAD)")
+	flag.StringVar(&scenarios, "scenarios", envStr("BENCH_SCENARIOS", ""),
+		"comma-separated sections to run, default all: "+strings.Join(allScenarios, ",")+" (BENCH_SCENARIOS)")
 	var budget string
 	flag.StringVar(&budget, "disturbance-budget", envStr("BENCH_DISTURBANCE_BUDGET", "6m"), "total time allowed for waiting for quiet and re-running disturbed measurements (BENCH_DISTURBANCE_BUDGET)")
 	flag.Parse()
@@ -149,13 +196,34 @@ func parseConfig() (config, error) {
 	for _, f := range splitList(syncs) {
 		c.SQLiteSyncs = append(c.SQLiteSyncs, strings.ToUpper(f))
 	}
+	for _, f := range splitList(replayEvents) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("bad replay history length %q", f)
+		}
+		c.ReplayEvents = append(c.ReplayEvents, n)
+	}
+	if c.TimerWindow, err = time.ParseDuration(timerWindow); err != nil || c.TimerWindow <= 0 {
+		return c, fmt.Errorf("bad timer window %q", timerWindow)
+	}
+	if timerLead != "auto" {
+		if c.TimerLead, err = time.ParseDuration(timerLead); err != nil || c.TimerLead <= 0 {
+			return c, fmt.Errorf("bad timer lead %q (a duration, or auto)", timerLead)
+		}
+	}
+	for _, f := range splitList(scenarios) {
+		if !slices.Contains(allScenarios, f) {
+			return c, fmt.Errorf("unknown scenario %q (have %s)", f, strings.Join(allScenarios, ", "))
+		}
+		c.Scenarios = append(c.Scenarios, f)
+	}
 	for _, k := range splitList(only) {
 		if _, ok := systems.Lookup(k); !ok {
 			return c, fmt.Errorf("unknown system %q (have %s)", k, strings.Join(systems.Keys(), ", "))
 		}
 		c.Systems = append(c.Systems, k)
 	}
-	if c.Runs < 1 || c.NoopJobs < 1 || c.TenStepRuns < 1 || c.Concurrency < 1 {
+	if c.Runs < 1 || c.NoopJobs < 1 || c.TenStepRuns < 1 || c.Concurrency < 1 || c.ResumeEvents < 1 || c.Timers < 1 {
 		return c, errors.New("runs, counts and concurrency must be positive")
 	}
 	return c, nil
@@ -217,12 +285,22 @@ func run(cfg config) error {
 	// The order matters: the ceiling first and last (the machine drifts), the system runs
 	// interleaved (run 1 of every system, then run 2, ...) so drift spreads across systems
 	// instead of landing on whichever ran last.
-	h.pgbench(ctx, "before")
-	h.sqlite(ctx)
-	for _, scen := range []string{systems.ScenarioNoop, systems.ScenarioTenStep} {
-		h.scenario(ctx, scen, keys)
+	if cfg.runs(record.ScenarioPgbench) {
+		h.pgbench(ctx, "before")
 	}
-	h.pgbench(ctx, "after")
+	if cfg.runs(record.ScenarioSQLite) {
+		h.sqlite(ctx)
+	}
+	if cfg.runs(systems.ScenarioNoop) {
+		h.scenario(ctx, systems.ScenarioNoop, cfg.NoopJobs, keys)
+	}
+	if cfg.runs(systems.ScenarioTenStep) {
+		h.scenario(ctx, systems.ScenarioTenStep, cfg.TenStepRuns, keys)
+	}
+	h.engineOnly(ctx, keys)
+	if cfg.runs(record.ScenarioPgbench) {
+		h.pgbench(ctx, "after")
+	}
 
 	info.Elapsed = time.Since(h.start)
 	saved := savedRun{Info: info, Keys: keys, Samples: h.samples}
@@ -246,6 +324,19 @@ func estimate(cfg config, keys []string) time.Duration {
 	// ~320 jobs/s for River at its defaults, ~1000/s for the others; ~40 runs/s of ten steps.
 	d += runs * time.Duration(len(keys)) * (time.Duration(cfg.NoopJobs)*time.Second/1000 +
 		time.Duration(cfg.TenStepRuns)*time.Second/40) / 2
+	// Ours only: replay.Check runs at least a second per length; writing a long history goes at
+	// ~50k events/s; a timer run is its lead, its window and a little more. Plus set-up per run.
+	ours := 0
+	for _, k := range keys {
+		if systems.IsOurs(k) {
+			ours++
+		}
+	}
+	if ours > 0 {
+		d += runs * time.Duration(len(cfg.ReplayEvents)) * 3 * time.Second
+		d += runs * time.Duration(ours) * (time.Duration(cfg.ResumeEvents)*time.Second/50000 + 3*time.Second)
+		d += runs * time.Duration(ours) * (cfg.timerLead() + cfg.TimerWindow + 5*time.Second)
+	}
 	return d
 }
 
@@ -320,11 +411,7 @@ func (h *harness) sqlite(ctx context.Context) {
 }
 
 // scenario runs one scenario for every system, run by run.
-func (h *harness) scenario(ctx context.Context, scen string, keys []string) {
-	n := h.cfg.NoopJobs
-	if scen == systems.ScenarioTenStep {
-		n = h.cfg.TenStepRuns
-	}
+func (h *harness) scenario(ctx context.Context, scen string, n int, keys []string) {
 	for r := 1; r <= h.cfg.Runs; r++ {
 		for _, key := range keys {
 			factory, _ := systems.Lookup(key)
@@ -351,7 +438,8 @@ func (h *harness) scenario(ctx context.Context, scen string, keys []string) {
 				defer os.RemoveAll(dir)
 				spec := childSpec{Kind: "system", System: key, Scenario: scen, N: n, Concurrency: h.cfg.Concurrency,
 					Run: r, DBURL: dbURL, DB: db, AdminURL: h.cfg.AdminURL, Dir: dir, PoolSize: h.cfg.PoolSize,
-					Timeout: h.cfg.RunTimeout, Postmaster: h.postmaster}
+					Timeout: h.cfg.RunTimeout, Postmaster: h.postmaster,
+					TimerWindow: h.cfg.TimerWindow, TimerLead: h.cfg.timerLead()}
 				s := h.child(ctx, spec)
 				if s.Label == "" {
 					s.Label = base.Label
@@ -360,6 +448,34 @@ func (h *harness) scenario(ctx context.Context, scen string, keys []string) {
 				return s
 			}))
 		}
+	}
+}
+
+// engineOnly runs scenarios 5 and 6, which only our engine implements: replay.Check in memory
+// (once per history length, in the process of the first of our systems, since no store is
+// involved), then the resume of a long history and the timer lag on each of our systems.
+func (h *harness) engineOnly(ctx context.Context, keys []string) {
+	var replayers, lagers []string
+	for _, k := range keys {
+		f, _ := systems.Lookup(k)
+		sys := f()
+		if _, ok := sys.(systems.Replayer); ok {
+			replayers = append(replayers, k)
+		}
+		if _, ok := sys.(systems.TimerLagger); ok {
+			lagers = append(lagers, k)
+		}
+	}
+	if len(replayers) > 0 && h.cfg.runs(systems.ScenarioReplay) {
+		for _, n := range h.cfg.ReplayEvents {
+			h.scenario(ctx, systems.ScenarioReplay, n, replayers[:1])
+		}
+	}
+	if len(replayers) > 0 && h.cfg.runs(systems.ScenarioResume) {
+		h.scenario(ctx, systems.ScenarioResume, h.cfg.ResumeEvents, replayers)
+	}
+	if len(lagers) > 0 && h.cfg.runs(systems.ScenarioTimers) {
+		h.scenario(ctx, systems.ScenarioTimers, h.cfg.Timers, lagers)
 	}
 }
 

@@ -2,7 +2,13 @@
 // report reads it.
 package record
 
-import "github.com/ultimat3/jobs/bench/internal/measure"
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ultimat3/jobs/bench/internal/measure"
+)
 
 // Scenario identifiers beyond the systems' own (systems.ScenarioNoop, systems.ScenarioTenStep).
 const (
@@ -38,6 +44,16 @@ type Sample struct {
 	// on the machine), measured process by process; negative when unknown.
 	ForeignCPU float64 `json:"foreign_cpu"`
 
+	// Replay and resume (scenarios replay, resume): events replayed in the window, and the
+	// process's heap allocations over it.
+	Events      int     `json:"events,omitempty"`
+	AllocBytes  uint64  `json:"alloc_bytes,omitempty"`
+	Allocs      uint64  `json:"allocs,omitempty"`
+	HistoryRead float64 `json:"history_read_seconds,omitempty"` // resume: time spent reading the history
+
+	// Timer lag (scenario timers).
+	Lag *Lag `json:"lag,omitempty"`
+
 	// PG is the database's counters over the run (nil when Postgres is not involved).
 	PG *measure.DBStats `json:"pg,omitempty"`
 
@@ -62,3 +78,43 @@ func (s Sample) OtherCPU() float64 {
 
 // OK reports whether the sample carries a figure.
 func (s Sample) OK() bool { return s.Err == "" && s.Skip == "" && s.Units > 0 }
+
+// Lag summarises fired − due over the timers of one run, in milliseconds.
+type Lag struct {
+	N    int     `json:"n"`
+	Min  float64 `json:"min_ms"`
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P95  float64 `json:"p95_ms"`
+	P99  float64 `json:"p99_ms"`
+	P999 float64 `json:"p999_ms"`
+	Max  float64 `json:"max_ms"`
+	// Spacing is the time between consecutive due times, Window their span.
+	SpacingMs float64 `json:"spacing_ms"`
+	WindowS   float64 `json:"window_s"`
+	// ArmS is how long the runs took from the first enqueue until all slept; SlackMs the least
+	// time left between a sleep being recorded and its due time; LeadS the time allowed.
+	ArmS    float64 `json:"arm_s"`
+	SlackMs float64 `json:"slack_ms"`
+	LeadS   float64 `json:"lead_s"`
+}
+
+// Summarize computes a Lag from raw lags (nearest-rank percentiles).
+func Summarize(lags []time.Duration) *Lag {
+	if len(lags) == 0 {
+		return nil
+	}
+	v := slices.Clone(lags)
+	slices.Sort(v)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(v)))) - 1
+		return ms(v[max(0, min(i, len(v)-1))])
+	}
+	var sum time.Duration
+	for _, d := range v {
+		sum += d
+	}
+	return &Lag{N: len(v), Min: ms(v[0]), Mean: ms(sum / time.Duration(len(v))),
+		P50: rank(0.50), P95: rank(0.95), P99: rank(0.99), P999: rank(0.999), Max: ms(v[len(v)-1])}
+}

@@ -24,6 +24,11 @@ type Info struct {
 	Runs, NoopJobs, TenStepRuns, Concurrency, PoolSize int
 	PgbenchSeconds, SQLiteSeconds                      int
 
+	// Scenarios 5 and 6 (our engine only).
+	ReplayEvents           []int
+	ResumeEvents, Timers   int
+	TimerWindow, TimerLead time.Duration
+
 	NProc                      int
 	CPUModel, MemTotal, Kernel string
 	GoVersion                  string
@@ -257,6 +262,8 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderScenario(w, samples, keys, in, systems.ScenarioNoop, ceiling)
 	renderScenario(w, samples, keys, in, systems.ScenarioTenStep, ceiling)
 	renderSQLite(w, samples, in)
+	renderReplay(w, samples, keys, in)
+	renderTimers(w, samples, keys, in)
 	renderCost(w, samples, keys)
 	renderNotes(w, in)
 	renderFailures(w, samples)
@@ -292,8 +299,13 @@ func renderSetup(w func(string, ...any), in Info) func(samples []record.Sample) 
 	if in.JobsRev != "" {
 		w("| jobs checkout | %s |\n", in.JobsRev)
 	}
-	w("| load | no-op: %d jobs; ten-step: %d runs; %d in flight; Postgres pool of %d connections for every system; pgbench %d s per run; SQLite %d s per run |\n\n",
+	w("| load | no-op: %d jobs; ten-step: %d runs; %d in flight; Postgres pool of %d connections for every system; pgbench %d s per run; SQLite %d s per run",
 		in.NoopJobs, in.TenStepRuns, in.Concurrency, in.PoolSize, in.PgbenchSeconds, in.SQLiteSeconds)
+	if in.Timers > 0 {
+		w("; replay: %s-event histories in memory, resume of %d events; timers: %d over %s, lead %s",
+			joinInts(in.ReplayEvents), in.ResumeEvents, in.Timers, in.TimerWindow, in.TimerLead)
+	}
+	w(" |\n\n")
 
 	return func(samples []record.Sample) (float64, int) {
 		m, order := groups(samples, record.ScenarioPgbench, func(s record.Sample) string { return fmt.Sprint(s.Concurrency) })
@@ -614,6 +626,7 @@ func OneLine(s record.Sample) string {
 		line += fmt.Sprintf(", per unit: %.2f commits, %.2f rollbacks, %.2f rows, %.0f WAL B; %d connections opened",
 			float64(s.PG.XactCommit)/d, float64(s.PG.XactRollback)/d, float64(s.PG.RowsWritten())/d, float64(s.PG.WALBytes)/d, s.PG.Sessions)
 	}
+	line += engineLine(s)
 	if s.Conditions != "" {
 		line += " [" + s.Conditions + "]"
 	}
@@ -626,6 +639,8 @@ func scenarioName(s record.Sample) string {
 		return fmt.Sprintf("pgbench(%s,c=%d)", s.Phase, s.Concurrency)
 	case record.ScenarioSQLite:
 		return "sqlite(" + s.Sync + ")"
+	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers:
+		return fmt.Sprintf("%s(%d)", s.Scenario, s.N)
 	}
 	return s.Scenario
 }
