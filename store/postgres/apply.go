@@ -34,6 +34,9 @@ func (s *Store) RunApply(ctx context.Context, ms []store.Mutation) ([]store.Muta
 	if len(ms) == 0 {
 		return nil, nil
 	}
+	if stepsOnly(ms) {
+		return s.applySteps(ctx, ms)
+	}
 	var ids []string
 	var locks []int64
 	waitsOfRun := map[string]int{}

@@ -256,9 +256,10 @@ func TestRoundTrips(t *testing.T) {
 	}
 	i := 0
 	next := func() string { i++; return fmt.Sprintf("s%d", i) }
-	count("RunApply, 1 step", 2, func() { applyAll(t, s, steps(runs[:1], next())) })
-	count("RunApply, 32 steps", 2, func() { applyAll(t, s, steps(runs[:32], next())) })
-	count("RunApply, 64 steps", 2, func() { applyAll(t, s, steps(runs, next())) })
+	// Steps (and completions) take the one-statement path: BEGIN, the statement, COMMIT.
+	count("RunApply, 1 step", 1, func() { applyAll(t, s, steps(runs[:1], next())) })
+	count("RunApply, 32 steps", 1, func() { applyAll(t, s, steps(runs[:32], next())) })
+	count("RunApply, 64 steps", 1, func() { applyAll(t, s, steps(runs, next())) })
 
 	// A mixed batch: steps, a suspension on a wait (lookback query, advisory lock, wait and
 	// timer rows), a hand-back and a completion.
@@ -322,9 +323,14 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	runs := runningRuns(t, s, 1, 2, "q")
 	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm"), stepMutation(runs[1], "warm")})
 
-	// RunApply (warm) writes twice: lock and read, then write and commit.
+	// A suspension takes two pipelines: lock and read, then write and commit. Cut after the
+	// first, nothing was committed.
+	suspend := stepMutation(runs[0], "lost-before-commit")
+	suspend.State = store.StateSuspended
+	suspend.Timers = []store.Timer{{Key: "wake", DueAt: t0.Add(time.Hour)}}
+	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm the two-pipeline path")})
 	w.cutAt.Store(1)
-	_, err := s.RunApply(ctx, []store.Mutation{stepMutation(runs[0], "lost-before-commit")})
+	_, err := s.RunApply(ctx, []store.Mutation{suspend})
 	if jobs.CodeOf(err) != jobs.CodeStoreUnavailable {
 		t.Errorf("cut after the first pipeline: %v, want %s", err, jobs.CodeStoreUnavailable)
 	}
@@ -333,7 +339,8 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again")})
 	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again 2")})
 
-	w.cutAt.Store(2)
+	// A step batch is one pipeline, carrying COMMIT.
+	w.cutAt.Store(1)
 	_, err = s.RunApply(ctx, []store.Mutation{stepMutation(runs[1], "in-flight")})
 	if jobs.CodeOf(err) != jobs.CodeCommitUnknown {
 		t.Fatalf("cut after the COMMIT pipeline: %v, want %s", err, jobs.CodeCommitUnknown)
@@ -354,7 +361,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(runs[0].ID); !slices.Equal(got, []string{"warm", "warm again", "warm again 2"}) {
+	if got := names(runs[0].ID); !slices.Equal(got, []string{"warm", "warm the two-pipeline path", "warm again", "warm again 2"}) {
 		t.Errorf("run 1 history %v: the step cut before COMMIT must not be there", got)
 	}
 	// Give the server's side of the cut connection time to finish or abort its transaction.

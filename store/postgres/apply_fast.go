@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// stepsOnly reports whether every mutation of ms only appends events and at most completes its
+// run, one mutation per run: the batches stmtStepsApply can do in one round trip.
+func stepsOnly(ms []store.Mutation) bool {
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		t := m.Transition
+		if seen[m.RunID] || t.Wait != nil || len(t.Timers) > 0 || t.Attempt != 0 ||
+			t.ErrorCode != "" || t.Error != "" || t.StopReason != "" || len(m.Events) == 0 {
+			return false
+		}
+		switch t.State {
+		case "":
+			if t.Result != nil {
+				return false
+			}
+		case store.StateCompleted:
+		default:
+			return false
+		}
+		seen[m.RunID] = true
+	}
+	return true
+}
+
+// applySteps is RunApply for a stepsOnly batch: one statement, one round trip with its BEGIN and
+// COMMIT. A refused mutation (its run cancelled, reclaimed or gone) is found by its absence from
+// the statement's result and explained by a read after the commit; refusals are rare.
+func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
+	n := len(ms)
+	ids, states := make([]string, n), make([]string, n)
+	fences, counts := make([]int64, n), make([]int64, n)
+	results, nows := make([][]byte, n), make([]time.Time, n)
+	var ev eventRows
+	for i, m := range ms {
+		ids[i], fences[i], counts[i], states[i], nows[i] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
+		if m.State == store.StateCompleted {
+			results[i] = m.Result
+			if results[i] == nil {
+				results[i] = []byte{}
+			}
+		}
+		ord := &store.Run{ID: m.RunID} // add numbers the run's events 1, 2, … : their ordinals
+		for _, e := range m.Events {
+			ev.add(ord, e)
+		}
+	}
+	t, err := s.begin(ctx, "run apply")
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	applied := make(map[string]*store.Run, n)
+	b := t.batch()
+	b.Queue(s.q(stmtStepsApply), ids, fences, counts, states, results, nows,
+		ev.runs, ev.seqs, ev.kinds, ev.names, ev.ats, ev.data).
+		Query(func(rows pgx.Rows) error { return collectRuns(rows, applied, nil) })
+	if err := t.commit(ctx, b); err != nil {
+		return nil, err
+	}
+	out := make([]store.MutationResult, n)
+	for i, m := range ms {
+		run, ok := applied[m.RunID]
+		if !ok {
+			out[i] = s.refusal(ctx, m)
+			continue
+		}
+		base := run.LastSeq - int64(len(m.Events))
+		appended := make([]history.Event, len(m.Events))
+		for j, e := range m.Events {
+			e.Seq = base + int64(j+1)
+			e.Data = slices.Clone(e.Data)
+			e.At = pgTime(e.At)
+			appended[j] = e
+		}
+		out[i] = store.MutationResult{Appended: appended, Run: cloneRun(*run)}
+	}
+	return out, nil
+}
+
+// refusal explains why a fenced mutation did not apply, from the run's current row.
+func (s *Store) refusal(ctx context.Context, m store.Mutation) store.MutationResult {
+	run, err := s.RunGet(ctx, m.RunID)
+	switch {
+	case jobs.HasCode(err, jobs.CodeRunNotFound):
+		return store.MutationResult{Err: err}
+	case err != nil:
+		// The mutation was refused; only the reason is unknown. Lease lost is the safe answer:
+		// the worker stops writing.
+		return store.MutationResult{Err: jobs.Wrap(jobs.CodeJobLeaseLost, err, "run %s: refused", m.RunID)}
+	case run.State == store.StateCancelled:
+		return store.MutationResult{Err: jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", m.RunID), Run: run}
+	}
+	return store.MutationResult{Err: jobs.Errorf(jobs.CodeJobLeaseLost, "run %s: fence %d is stale or the run is %s", m.RunID, m.Fence, run.State), Run: run}
+}
