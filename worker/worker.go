@@ -22,6 +22,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/replay"
 )
@@ -398,11 +399,20 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 			w.cache.Remove(t.RunID) // stale: evicted, then replayed below
 		}
 	}
-	events, err := w.fe.History(ctx, t.RunID, 0)
-	if err != nil {
-		return nil, nil, err
+	var events []history.Event
+	if t.LastSeq == 1 {
+		// A fresh run's history is its RunStarted alone, and the task carries every field of it:
+		// build it here rather than read it back (a query per run saved).
+		events = []history.Event{history.New(w.clock.Now(), history.RunStarted{Job: t.Job, Queue: t.Queue,
+			Input: t.Input, Key: t.Key, Tenant: t.Tenant, NoTenant: t.NoTenant, EnqueuedBy: t.EnqueuedBy})}
+		events[0].Seq = 1
+	} else {
+		var err error
+		if events, err = w.fe.History(ctx, t.RunID, 0); err != nil {
+			return nil, nil, err
+		}
+		w.metrics.replayed.Inc()
 	}
-	w.metrics.replayed.Inc()
 	return replay.Start(w.cfg.BaseContext(), replay.Config{Def: def, Info: info, Clock: w.clock,
 		Recorder: rec, Park: w.cache != nil}, events)
 }

@@ -307,7 +307,7 @@ func run(cfg config) error {
 	if err := saved.write(cfg.JSON); err != nil {
 		return err
 	}
-	md := report.Render(info, h.samples, keys)
+	md := withAnalysis(report.Render(info, h.samples, keys))
 	if err := os.WriteFile(cfg.Out, []byte(md), 0o644); err != nil {
 		return err
 	}
@@ -668,7 +668,30 @@ func renderMain(in, out string) error {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	return os.WriteFile(out, []byte(report.Render(r.Info, r.Samples, r.Keys)), 0o644)
+	return os.WriteFile(out, []byte(withAnalysis(report.Render(r.Info, r.Samples, r.Keys))), 0o644)
+}
+
+// withAnalysis puts bench/ANALYSIS.md, the hand-written reading of the figures (where we stand
+// against the targets and what bounds us), ahead of the generated tables. It is kept in its own
+// file so that a new run regenerates the tables without losing the prose.
+func withAnalysis(md string) string {
+	path := os.Getenv("BENCH_ANALYSIS")
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return md
+		}
+		path = filepath.Join(filepath.Dir(exe), "..", "ANALYSIS.md")
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return md
+	}
+	i := strings.Index(md, "\n## Setup")
+	if i < 0 {
+		return md + "\n" + string(text)
+	}
+	return md[:i+1] + string(text) + "\n" + md[i+1:]
 }
 
 // tailBuffer keeps the last few KiB written to it: enough to explain a failure without letting
