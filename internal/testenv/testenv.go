@@ -112,10 +112,28 @@ func (e *Env) Worker(cfg worker.Config, defs ...jobs.Definition) *worker.Worker 
 // Fake returns the env's clock as a Fake (the test must have left the default).
 func (e *Env) Fake() *clock.Fake { return e.Clock.(*clock.Fake) }
 
-// Advance moves a fake clock and fires what became due at once.
+// Advance moves a fake clock and returns once every timer due by then has fired. Tick alone is
+// not enough: the timer service may be firing the same timers concurrently (a store skips rows
+// another caller holds), and a test must not look at its runs before those wake-ups landed.
 func (e *Env) Advance(d time.Duration) {
+	e.T.Helper()
 	e.Fake().Advance(d)
-	e.Engine.Tick(context.Background())
+	now := e.Clock.Now()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.Engine.Tick(context.Background())
+		next, ok, err := e.Store.TimerNext(context.Background())
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if !ok || next.After(now) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.T.Fatalf("a timer due at %s was still unfired at %s", next, now)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Await waits (in wall-clock time, up to 20s) until the run is in one of states, and returns it.
