@@ -23,16 +23,7 @@ import (
 func BenchmarkTenStepMemory(b *testing.B) {
 	env := testenv.Start(b, testenv.Options{Store: memory.New(), Clock: clock.Real{}})
 	var done atomic.Int64
-	j := jobs.MustDefine("ten", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
-		func(c *jobs.Ctx, in int) (int, error) {
-			for i := 0; i < 10; i++ {
-				if _, err := jobs.Step(c, names[i], func(context.Context) (int, error) { return i, nil }); err != nil {
-					return 0, err
-				}
-			}
-			done.Add(1)
-			return in, nil
-		})
+	j := tenSteps(&done)
 	env.Worker(worker.Config{Concurrency: 32}, j)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -47,6 +38,20 @@ func BenchmarkTenStepMemory(b *testing.B) {
 }
 
 var names = [10]string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"}
+
+// tenSteps is the benchmarks' workflow: ten no-op durable steps, counting completed runs.
+func tenSteps(done *atomic.Int64) *jobs.Job[int, int] {
+	return jobs.MustDefine("ten", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, in int) (int, error) {
+			for i := 0; i < 10; i++ {
+				if _, err := jobs.Step(c, names[i], func(context.Context) (int, error) { return i, nil }); err != nil {
+					return 0, err
+				}
+			}
+			done.Add(1)
+			return in, nil
+		})
+}
 
 // BenchmarkReplay measures replaying a recorded history: events per second and allocations per
 // event, for a run of 10k steps that resumes from the top.

@@ -1,11 +1,9 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,26 +225,6 @@ func (r *recordingFrontend) Heartbeat(ctx context.Context, req frontend.Heartbea
 	return r.Frontend.Heartbeat(ctx, req)
 }
 
-// logBuffer captures log records for assertions on the seed's signal names.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
-
 func TestTimeoutCancelsBeforeFailingAndAbandonedBodyIsRefused(t *testing.T) {
 	// The lease outlasts the timeout: the fake clock jumps past the deadline in one step, with no
 	// heartbeat in between.
@@ -275,8 +253,8 @@ func TestTimeoutCancelsBeforeFailingAndAbandonedBodyIsRefused(t *testing.T) {
 				cancelledFirst.Store(bodyCtx.Load().Err() != nil)
 			}
 		}}
-		logs := &logBuffer{}
-		env.Worker(worker.Config{Frontend: fe, Logger: logs.logger(), StickyRuns: -1}, j)
+		logs := &testenv.LogBuffer{}
+		env.Worker(worker.Config{Frontend: fe, Logger: logs.Logger(), StickyRuns: -1}, j)
 		id := enqueue(t, env, j, 1)
 		<-entered
 		env.Fake().Advance(time.Minute)
@@ -298,7 +276,7 @@ func TestTimeoutCancelsBeforeFailingAndAbandonedBodyIsRefused(t *testing.T) {
 	})
 }
 
-func waitLog(t *testing.T, logs *logBuffer, msg string) {
+func waitLog(t *testing.T, logs *testenv.LogBuffer, msg string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(logs.String(), msg) {
@@ -363,8 +341,8 @@ func TestHangingHeartbeatIsCaughtAsLeaseLost(t *testing.T) {
 			}
 			return frontend.HeartbeatResponse{}, ctx.Err(), true
 		}}
-		logs := &logBuffer{}
-		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.logger()}, j)
+		logs := &testenv.LogBuffer{}
+		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.Logger()}, j)
 		enqueue(t, env, j, 1)
 		if err := <-aborted; !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
 			t.Fatalf("cause %v, want X_JOB_LEASE_LOST", err)
@@ -390,8 +368,8 @@ func TestNoLeaseLostOnCleanCompletion(t *testing.T) {
 			time.Sleep(40 * time.Millisecond)
 			return frontend.HeartbeatResponse{}, nil, false
 		}}
-		logs := &logBuffer{}
-		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.logger(), HeartbeatInterval: 5 * time.Millisecond, Concurrency: 8}, j)
+		logs := &testenv.LogBuffer{}
+		w := env.Worker(worker.Config{Frontend: fe, Logger: logs.Logger(), HeartbeatInterval: 5 * time.Millisecond, Concurrency: 8}, j)
 		ids := make([]string, 40)
 		for i := range ids {
 			ids[i] = enqueue(t, env, j, i)

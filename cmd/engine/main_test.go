@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ type result struct {
 }
 
 func runCmd(ctx context.Context, args ...string) result {
-	var out, errb syncBuffer
+	var out, errb testenv.LogBuffer
 	code := run(ctx, args, &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
@@ -221,7 +220,7 @@ func TestServeAndDrain(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--database-url", "", "--token", "t"}, &bytes.Buffer{}, &stderr)
@@ -289,22 +288,4 @@ func TestAgo(t *testing.T) {
 	if got := when(now, now.Add(-time.Minute)); got != "1m ago (2026-01-05T08:59:00Z)" {
 		t.Errorf("when = %q", got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

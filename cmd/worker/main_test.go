@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +73,7 @@ func TestRunsTheExamplesAndDrains(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--server", ts.URL, "--token", "t", "--poll-wait", "200ms",
@@ -108,21 +107,4 @@ func TestRunsTheExamplesAndDrains(t *testing.T) {
 	if !strings.Contains(stderr.String(), "jobs.stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
