@@ -368,13 +368,15 @@ func (e *Execution) runStep(c *jobs.Ctx, name string, fn func(context.Context) (
 		out []byte
 		err error
 	}
+	// The ceiling runs from before fn starts, never from whenever this goroutine is scheduled
+	// after it.
+	timer := e.cfg.Clock.NewTimer(d)
+	defer timer.Stop()
 	done := make(chan result, 1)
 	go func() {
 		out, err := fn(ctx)
 		done <- result{out, err}
 	}()
-	timer := e.cfg.Clock.NewTimer(d)
-	defer timer.Stop()
 	select {
 	case r := <-done:
 		return r.out, r.err
