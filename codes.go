@@ -100,14 +100,3 @@ func Codes() []CodeInfo {
 	copy(out, codeTable)
 	return out
 }
-
-// Describe returns the registry row of c; ok is false for a code the engine does not declare.
-func Describe(c Code) (CodeInfo, bool) {
-	for _, row := range codeTable {
-		if row.Code == c {
-			row.Class = ClassOf(c)
-			return row, true
-		}
-	}
-	return CodeInfo{}, false
-}

@@ -88,13 +88,6 @@ func (f *Fake) Set(t time.Time) {
 	f.timers = kept
 }
 
-// Pending reports how many timers are armed; tests use it to wait until a service is asleep.
-func (f *Fake) Pending() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.timers)
-}
-
 type fakeTimer struct {
 	f     *Fake
 	at    time.Time

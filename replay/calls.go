@@ -11,7 +11,6 @@ package replay
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/ultimat3/jobs/history"
 )
@@ -130,6 +129,3 @@ func hasCall(k history.Kind) bool {
 	}
 	return false
 }
-
-// wakeAt is when a sleep of d, first reached at now, wakes.
-func wakeAt(now time.Time, d time.Duration) time.Time { return now.Add(d) }

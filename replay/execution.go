@@ -392,7 +392,7 @@ func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 	idx := e.begin(kindSleep, name, "")
 	if idx < 0 {
 		resp, err := e.record([]frontend.Command{{Kind: frontend.CmdSleep, Name: name,
-			WakeAt: wakeAt(e.cfg.Clock.Now(), d), Sticky: e.cfg.Park}})
+			WakeAt: e.cfg.Clock.Now().Add(d), Sticky: e.cfg.Park}})
 		if err != nil {
 			e.undo(name)
 			return err

@@ -5,7 +5,6 @@ package signals
 
 import (
 	"context"
-	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
@@ -82,6 +81,3 @@ func (s *Service) Cancel(ctx context.Context, runID, reason string) (store.Run, 
 	now := s.cfg.Clock.Now()
 	return s.cfg.Store.RunCancel(ctx, runID, history.New(now, history.RunCancelled{Reason: reason}), now)
 }
-
-// Now is the service's clock reading (for callers that stamp related records).
-func (s *Service) Now() time.Time { return s.cfg.Clock.Now() }

@@ -35,6 +35,19 @@ func (o *clientOptions) flags(cmd *cobra.Command) {
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each call to the engine")
 }
 
+// withClient adapts a command body that needs the API client: it opens the client from the
+// flags, runs the body and closes the client.
+func (o *clientOptions) withClient(run func(cmd *cobra.Command, args []string, c *api.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return run(cmd, args, c)
+	}
+}
+
 func (o *clientOptions) client() (*api.Client, error) {
 	server := o.server
 	if !strings.Contains(server, "://") {
@@ -156,12 +169,7 @@ func jobsShowCmd(co *clientOptions) *cobra.Command {
 		Use:   "show ID",
 		Short: "A run with its per-step trace, failed attempts and retries",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := co.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			v, err := c.GetRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -170,7 +178,7 @@ func jobsShowCmd(co *clientOptions) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
 			return printRun(cmd.OutOrStdout(), time.Now(), v)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -183,12 +191,7 @@ func jobsCancelCmd(co *clientOptions) *cobra.Command {
 		Use:   "cancel ID",
 		Short: "Cancel a run: at once when queued or suspended, at its next heartbeat when running",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := co.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			s, err := c.Cancel(cmd.Context(), args[0], reason)
 			if err != nil {
 				return err
@@ -198,7 +201,7 @@ func jobsCancelCmd(co *clientOptions) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s (%s)\n", s.ID, s.Job)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the run's history")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -212,12 +215,7 @@ func jobsRetryCmd(co *clientOptions) *cobra.Command {
 		Use:   "retry ID",
 		Short: "Reopen a dead-lettered or blocked run, from a step with --from-step",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := co.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			s, err := c.Retry(cmd.Context(), engine.RetryRequest{RunID: args[0], FromStep: fromStep, By: by, Reason: reason})
 			if err != nil {
 				return err
@@ -231,7 +229,7 @@ func jobsRetryCmd(co *clientOptions) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "retried run %s (%s)%s: %s\n", s.ID, s.Job, from, s.State)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&fromStep, "from-step", "", "re-run from this step on (its recorded result and later ones are discarded)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
@@ -422,12 +420,7 @@ func newCodesCmd() *cobra.Command {
 		Use:   "codes",
 		Short: "Every X_ code the engine raises, with its retry class and meaning",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := co.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: co.withClient(func(cmd *cobra.Command, _ []string, c *api.Client) error {
 			codes, err := c.Codes(cmd.Context())
 			if err != nil {
 				return err
@@ -441,7 +434,7 @@ func newCodesCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", ci.Code, ci.Class, ci.Meaning)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	co.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

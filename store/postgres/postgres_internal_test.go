@@ -22,6 +22,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/storetest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -476,29 +477,7 @@ func TestTwoStoresShareASchema(t *testing.T) {
 			State: store.StateSuspended, Timers: []store.Timer{{Key: "sleep", DueAt: t0.Add(time.Duration(i%4) * time.Minute), Fire: &fired}}}}
 	}
 	applyAll(t, a, ms)
-	var mu sync.Mutex
-	woken := map[string]int{}
-	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b, a, b} {
-		wg.Go(func() {
-			for {
-				w, err := s.TimerFire(ctx, t0.Add(time.Hour), 5)
-				if err != nil {
-					t.Errorf("TimerFire: %v", err)
-					return
-				}
-				if len(w) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, x := range w {
-					woken[x.RunID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	woken := storetest.FireConcurrently(t, t0.Add(time.Hour), 5, a, b, a, b)
 	for _, r := range runs {
 		if woken[r.ID] != 1 {
 			t.Errorf("run %s woken %d times", r.ID, woken[r.ID])

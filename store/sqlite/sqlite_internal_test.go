@@ -24,6 +24,7 @@ import (
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/storetest"
 )
 
 var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -333,29 +334,7 @@ func TestTwoStoresFireEachTimerOnce(t *testing.T) {
 	}
 	mustCreate(t, a, ps...)
 
-	var mu sync.Mutex
-	fired := map[string]int{}
-	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b, a, b} {
-		wg.Go(func() {
-			for {
-				w, err := s.TimerFire(t.Context(), due, 3)
-				if err != nil {
-					t.Errorf("TimerFire: %v", err)
-					return
-				}
-				if len(w) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, x := range w {
-					fired[x.RunID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	fired := storetest.FireConcurrently(t, due, 3, a, b, a, b)
 	if len(fired) != runs {
 		t.Errorf("%d runs woken, want %d", len(fired), runs)
 	}

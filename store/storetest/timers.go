@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -201,29 +202,7 @@ var timerTests = []test{
 				t.Fatal(res.Err)
 			}
 		}
-		var mu sync.Mutex
-		woken := map[string]int{}
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				for {
-					w, err := s.TimerFire(t.Context(), at(10*time.Hour), 7)
-					if err != nil {
-						t.Errorf("TimerFire: %v", err)
-						return
-					}
-					if len(w) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, x := range w {
-						woken[x.RunID]++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+		woken := FireConcurrently(t, at(10*time.Hour), 7, s, s)
 		if len(woken) != runs {
 			t.Errorf("%d runs woken, want %d", len(woken), runs)
 		}
@@ -236,4 +215,36 @@ var timerTests = []test{
 			}
 		}
 	}},
+}
+
+// FireConcurrently has every store in stores (the same store more than once, or several stores
+// on one database, as separate processes would) call TimerFire at now, limit timers a call, until
+// nothing is due, all at once. It returns how often each run was woken, for the rule that two
+// timer services never fire one timer twice.
+func FireConcurrently(t testing.TB, now time.Time, limit int, stores ...store.Store) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	woken := map[string]int{}
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		wg.Go(func() {
+			for {
+				w, err := s.TimerFire(context.Background(), now, limit)
+				if err != nil {
+					t.Errorf("TimerFire: %v", err)
+					return
+				}
+				if len(w) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, x := range w {
+					woken[x.RunID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return woken
 }
