@@ -233,3 +233,112 @@ func TestEngineOutageLongerThanLeaseDropsTheClaimWithoutAFailure(t *testing.T) {
 		})
 	}
 }
+
+// killableTransport lets a test make a worker vanish the way a killed process does: every
+// connection it holds is cut (the engine sees them close) and no new one can be made.
+type killableTransport struct {
+	base  *http.Transport
+	mu    sync.Mutex
+	dead  bool
+	conns []net.Conn
+}
+
+func newKillableTransport() *killableTransport {
+	k := &killableTransport{}
+	k.base = http.DefaultTransport.(*http.Transport).Clone()
+	dial := (&net.Dialer{}).DialContext
+	k.base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		k.mu.Lock()
+		dead := k.dead
+		k.mu.Unlock()
+		if dead {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errConnRefused}
+		}
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			k.mu.Lock()
+			k.conns = append(k.conns, c)
+			k.mu.Unlock()
+		}
+		return c, err
+	}
+	return k
+}
+
+var errConnRefused = &net.AddrError{Err: "connection refused (the worker is dead)"}
+
+func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) { return k.base.RoundTrip(r) }
+
+func (k *killableTransport) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead = true
+	for _, c := range k.conns {
+		_ = c.Close()
+	}
+	k.conns = nil
+}
+
+func (k *killableTransport) revive() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead = false
+}
+
+// A remote worker that dies mid-step (its connections close, it says nothing) has its claim
+// handed back within about the session grace, far inside the lease, with no extra heartbeats:
+// the engine notices on the session connection the worker keeps open.
+func TestDeadWorkerIsReclaimedBeforeItsLeaseLapses(t *testing.T) {
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			addr := freeAddr(t)
+			const lease = 20 * time.Second
+			e := startEngine(t, st, addr, lease)
+			g := newGatedJob()
+
+			kt := newKillableTransport()
+			c, err := api.NewClient("http://"+addr, "", api.WithHTTPClient(&http.Client{Transport: kt}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, _ := jobs.NewRegistry(g.job)
+			doomed, err := worker.New(worker.Config{Frontend: c, Registry: reg, Logger: testenv.Logger(), PollWait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := doomed.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			res, err := g.job.Enqueue(context.Background(), e.eng, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-g.entered
+			time.Sleep(100 * time.Millisecond) // the session is attended
+			killed := time.Now()
+			kt.kill()
+
+			// Reclaimed while the dead worker's lease still had most of its 20s to run.
+			r := awaitState(t, e.eng, res.RunID, store.StateReady, lease/2)
+			reclaim := time.Since(killed)
+			t.Logf("reclaimed %s after the kill (lease %s)", reclaim.Round(time.Millisecond), lease)
+			if r.Attempt != 1 || r.WorkerID != "" {
+				t.Errorf("reclaimed run at attempt %d for %q; want attempt 1 for anyone", r.Attempt, r.WorkerID)
+			}
+
+			// The dead worker comes back as a zombie: its late write is refused, not recorded.
+			kt.revive()
+			close(g.gate)
+			remoteWorkerAt(t, "http://"+addr, g.job)
+			run := awaitState(t, e.eng, res.RunID, store.StateCompleted, 10*time.Second)
+			if run.Attempt != 1 {
+				t.Errorf("completed at attempt %d, want 1", run.Attempt)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = doomed.Stop(ctx)
+			c.Close()
+		})
+	}
+}

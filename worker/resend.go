@@ -56,7 +56,7 @@ func (r *recorder) send(ctx context.Context, cmds []frontend.Command, final bool
 			r.w.log.Warn("jobs.record.resending", "run", r.runID, "err", err)
 		}
 		req.Retry = true
-		if !sleepCtx(ctx, backoff) {
+		if !r.w.pause(ctx, backoff) {
 			return resp, err
 		}
 		backoff = min(backoff*2, resendCap)
@@ -67,6 +67,12 @@ func (r *recorder) send(ctx context.Context, cmds []frontend.Command, final bool
 // abort's cause).
 func (r *recorder) holds(final bool) *jobs.Error {
 	w := r.w
+	select {
+	case <-w.hbStop:
+		// The worker stopped: its session's end released what it held.
+		return jobs.Errorf(jobs.CodeAborted, "the worker stopped while the engine was unreachable")
+	default:
+	}
 	now := w.clock.Now()
 	w.mu.Lock()
 	lease := w.lease
@@ -116,6 +122,20 @@ func unreachable(err error) bool {
 	return false
 }
 
+// pause waits d between resends; it reports false when ctx ended or the worker stopped first.
+func (w *Worker) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-w.hbStop:
+		return false
+	}
+}
+
 // sleepCtx waits d, or less when ctx ends; it reports whether the whole d passed.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -141,7 +161,7 @@ func (r *recorder) history(ctx context.Context, afterSeq int64) ([]history.Event
 		if stop := r.holds(false); stop != nil {
 			return nil, stop
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !r.w.pause(ctx, backoff) {
 			return nil, err
 		}
 		backoff = min(backoff*2, resendCap)

@@ -79,6 +79,9 @@ type Worker struct {
 	background sync.WaitGroup
 	hbStop     chan struct{}
 	hbKick     chan struct{}
+	// begun is closed once the session was announced; attended once attending ended.
+	begun, attended chan struct{}
+	stopAttend      context.CancelFunc
 	// limits are the fleet concurrency caps of the registered jobs.
 	limits map[string]int
 }
@@ -173,6 +176,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.started = true
 	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
 	w.hbStop = make(chan struct{})
+	w.begun, w.attended = make(chan struct{}), make(chan struct{})
+	go w.begin()
+	var attendCtx context.Context
+	attendCtx, w.stopAttend = context.WithCancel(context.Background())
+	go w.attend(attendCtx)
 	for q, n := range w.cfg.Queues {
 		w.pollers.Add(1)
 		go w.poll(q, n)
@@ -207,6 +215,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if w.cache != nil {
 		w.cache.Purge() // unwinds every parked body
 	}
+	w.end()
 	return err
 }
 
@@ -220,6 +229,11 @@ func (w *Worker) Parked() int {
 
 func (w *Worker) poll(queue string, concurrency int) {
 	defer w.pollers.Done()
+	select {
+	case <-w.begun:
+	case <-w.pollCtx.Done():
+		return
+	}
 	slots := make(chan struct{}, concurrency)
 	backoff := 50 * time.Millisecond
 	for w.pollCtx.Err() == nil {
