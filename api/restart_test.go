@@ -267,7 +267,9 @@ func newKillableTransport() *killableTransport {
 
 var errConnRefused = &net.AddrError{Err: "connection refused (the worker is dead)"}
 
-func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) { return k.base.RoundTrip(r) }
+func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return k.base.RoundTrip(r)
+}
 
 func (k *killableTransport) kill() {
 	k.mu.Lock()
