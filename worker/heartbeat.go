@@ -121,6 +121,7 @@ func (w *Worker) renew(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := w.fe.Heartbeat(ctx, req)
+	firstErr := err
 	for backoff := resendFirst; err != nil && unreachable(err) && ctx.Err() == nil; backoff = min(backoff*2, resendCap) {
 		if !sleepCtx(ctx, backoff) {
 			break
@@ -137,8 +138,11 @@ func (w *Worker) renew(timeout time.Duration) {
 		if w.leases[h.key()] != h {
 			continue // finished while the renewal was on the wire: not a loss
 		}
+		if firstErr != nil {
+			// Said even when a retry landed: a renewal failed while the window had room.
+			w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "err", firstErr, "landed", err == nil)
+		}
 		if err != nil {
-			w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "err", err)
 			continue
 		}
 		switch code := jobs.Code(resp.Codes[i]); code {

@@ -50,6 +50,12 @@ func (r *recorder) send(ctx context.Context, cmds []frontend.Command, final bool
 		}
 		if stop := r.holds(final); stop != nil {
 			r.w.log.Warn("jobs.record.abandoned", "run", r.runID, "tries", try, "err", err, "why", stop)
+			if final && stop.Code == jobs.CodeJobLeaseLost {
+				// No longer tracked by the heartbeat's loss check, so said here: the engine
+				// will hand the run to another worker, and this claim's outcome is lost.
+				r.w.log.Error("jobs.lease.lost", "run", r.runID, "queue", r.queue, "err", stop)
+				r.w.metrics.leasesLost.WithLabelValues(r.queue).Inc()
+			}
 			return resp, stop
 		}
 		if try == 1 {

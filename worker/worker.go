@@ -287,7 +287,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 // handle runs one claimed task to the end of its claim.
 func (w *Worker) handle(t frontend.Task) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
-	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq, claimedAt: w.clock.Now()}
+	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
@@ -479,6 +479,7 @@ type recorder struct {
 	fe     frontend.Frontend
 	w      *Worker
 	runID  string
+	queue  string
 	fence  int64
 	worker string
 	slot   string
