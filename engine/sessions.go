@@ -65,8 +65,8 @@ func (e *Engine) WorkerStop(ctx context.Context, s frontend.Session) error {
 	return e.releaseWorker(ctx, s.WorkerID, "stop")
 }
 
-// Attend implements frontend.Sessions for an in-process worker: it holds until s.Wait passes, ctx
-// ends or the engine stops. An in-process worker cannot die without its engine, so its session
+// Attend implements frontend.Sessions for an in-process worker: it holds until s.Wait passes or
+// ctx ends. An in-process worker cannot die without its engine, so its session
 // never drops; the HTTP API calls SessionOpened and SessionDropped for remote ones.
 func (e *Engine) Attend(ctx context.Context, s frontend.Session) error {
 	if err := checkWorker(s.WorkerID); err != nil {
