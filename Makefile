@@ -3,7 +3,7 @@
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: test test-short bench build vet engine worker
+.PHONY: test test-short bench build vet engine worker chaos
 
 test:
 	$(GO) vet ./...
@@ -16,6 +16,11 @@ test-short:
 # Benchmarks against the machine's commit ceiling and peers; writes BENCHMARKS.md.
 bench:
 	scripts/with-postgres.sh bench/run.sh
+
+# The long chaos run (minutes per store, SQLite and Postgres on a throwaway cluster the harness
+# starts and crashes once); writes CHAOS.md. `make test` includes a short SQLite run.
+chaos:
+	$(GO) run ./internal/chaos/cmd/chaos -out CHAOS.md
 
 build:
 	$(GO) build -o bin/engine ./cmd/engine

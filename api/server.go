@@ -145,6 +145,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/record", s.serve(s.record))
 	mux.Handle("POST /v1/worker/heartbeat", s.serve(s.heartbeat))
 	mux.Handle("POST /v1/worker/history", s.serve(s.workerHistory))
+	mux.Handle("POST /v1/worker/start", s.serve(s.workerStart))
+	mux.Handle("POST /v1/worker/stop", s.serve(s.workerStop))
+	mux.Handle("POST /v1/worker/session", s.serve(s.attend))
 	// The admin API.
 	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
 	mux.Handle("GET /v1/runs", s.serve(s.listRuns))

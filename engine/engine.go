@@ -51,6 +51,10 @@ type Config struct {
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
+	// SessionGrace is how long after a remote worker's session connection drops (without a
+	// clean stop) the engine waits for it to attend again before releasing what it held.
+	// Defaults to 1s.
+	SessionGrace time.Duration
 	Logger       *slog.Logger
 }
 
@@ -65,6 +69,7 @@ type Engine struct {
 	signals  *signals.Service
 	commits  chan *commitReq
 	creates  chan *createReq
+	sessions sessions
 
 	mu      sync.Mutex
 	started bool
@@ -96,6 +101,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
+	}
+	if cfg.SessionGrace <= 0 {
+		cfg.SessionGrace = time.Second
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
 		creates: make(chan *createReq, 4096)}
@@ -162,6 +170,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.started = false
 	e.mu.Unlock()
+	e.sessions.cancelAll()
 	e.timers.Stop()
 	e.stop()
 	done := make(chan struct{})

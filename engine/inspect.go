@@ -46,15 +46,19 @@ type RunView struct {
 
 // StepView is one durable call of a run's trace.
 type StepView struct {
-	Seq    int64           `json:"seq"`
-	Kind   string          `json:"kind"` // step | sleep | wait
-	Name   string          `json:"name"`
-	Status string          `json:"status"` // completed | sleeping | woke | waiting | received | timed-out | discarded
-	At     time.Time       `json:"at"`
-	Ended  *time.Time      `json:"endedAt,omitempty"`
-	WakeAt *time.Time      `json:"wakeAt,omitempty"`
-	Event  string          `json:"event,omitempty"`
-	Output json.RawMessage `json:"output,omitempty"`
+	Seq    int64      `json:"seq"`
+	Kind   string     `json:"kind"` // step | sleep | wait
+	Name   string     `json:"name"`
+	Status string     `json:"status"` // completed | sleeping | woke | waiting | received | timed-out | discarded
+	At     time.Time  `json:"at"`
+	Ended  *time.Time `json:"endedAt,omitempty"`
+	WakeAt *time.Time `json:"wakeAt,omitempty"`
+	// LateSeconds is how long after its due time a sleep actually woke (an engine that was
+	// down, a backlog of timers); absent when it woke on time or the history predates the
+	// due time being recorded.
+	LateSeconds float64         `json:"lateSeconds,omitempty"`
+	Event       string          `json:"event,omitempty"`
+	Output      json.RawMessage `json:"output,omitempty"`
 }
 
 // AttemptView is one failed attempt.
@@ -137,6 +141,9 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 		case history.TimerFired:
 			if s := find("sleep", x.TimerName); s != nil {
 				s.Status, s.Ended = "woke", &at
+				if !x.DueAt.IsZero() && at.After(x.DueAt) {
+					s.LateSeconds = at.Sub(x.DueAt).Seconds()
+				}
 			}
 		case history.EventWaitStarted:
 			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "wait", Name: x.WaitName, Status: "waiting", At: at, Event: x.Event})

@@ -110,7 +110,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))
-			fired := history.New(c.WakeAt, history.TimerFired{TimerName: c.Name})
+			fired := history.New(c.WakeAt, history.TimerFired{TimerName: c.Name, DueAt: c.WakeAt})
 			m.State, m.Sticky = store.StateSuspended, c.Sticky
 			m.Timers = append(m.Timers, store.Timer{Key: timerSleep + c.Name, DueAt: c.WakeAt, Fire: &fired})
 		case frontend.CmdWait:

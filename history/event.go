@@ -74,9 +74,12 @@ type TimerStarted struct {
 	WakeAt    time.Time `msgpack:"wake_at"`
 }
 
-// TimerFired records that a sleep's time came.
+// TimerFired records that a sleep's time came. The event's At is when the timer actually fired;
+// DueAt is when it was due, so lateness (an engine that was down, a backlog) reads from the
+// history. Histories written before DueAt existed decode with it zero: their At was the due time.
 type TimerFired struct {
-	TimerName string `msgpack:"name"`
+	TimerName string    `msgpack:"name"`
+	DueAt     time.Time `msgpack:"due_at,omitempty"`
 }
 
 // EventWaitStarted records a wait for a published event whose fields equal Match.

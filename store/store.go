@@ -306,7 +306,8 @@ type Store interface {
 	HistoryRead(ctx context.Context, runID string, afterSeq int64, limit int) ([]history.Event, error)
 
 	// TimerFire fires up to limit timers due at or before now, each in order of DueAt. For each
-	// timer whose run is suspended or delayed: Fire (if set) is appended, every timer and wait of
+	// timer whose run is suspended or delayed: Fire (if set) is appended with At = now (when it
+	// fired, which is later than DueAt after an outage or under a backlog), every timer and wait of
 	// the run is removed (a wake-up ends the suspension), and the run becomes ready (ReadyAt now).
 	// A timer whose run is in any other state is dropped. Two concurrent callers never fire one
 	// timer twice.
@@ -331,6 +332,8 @@ type Store interface {
 
 	// SlotRelease gives a slot back.
 	SlotRelease(ctx context.Context, key, holder string) error
+
+	Workers
 
 	// Close releases the store's resources.
 	Close() error

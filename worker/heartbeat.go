@@ -32,16 +32,23 @@ func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
 
 // key identifies a claim: the same run can be claimed again by this worker after its lease
 // lapsed, and the stale claim must still be found and declared lost.
-func (h *held) key() string { return fmt.Sprintf("%s#%d", h.runID, h.fence) }
+func (h *held) key() string { return heldKey(h.runID, h.fence) }
+
+func heldKey(runID string, fence int64) string { return fmt.Sprintf("%s#%d", runID, fence) }
+
+// defaultLease is the window assumed until the engine names its lease with a claim.
+const defaultLease = 30 * time.Second
 
 // release stops tracking a claim. It happens BEFORE the claim's final record, so a renewal still
 // in flight when the run finishes is not mistaken for a lost lease.
-func (w *Worker) release(h *held) {
+// It returns the last renewal that landed, from which the final record's window is measured.
+func (w *Worker) release(h *held) time.Time {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.leases[h.key()] == h {
 		delete(w.leases, h.key())
 	}
-	w.mu.Unlock()
+	return h.lastLanded
 }
 
 func (w *Worker) interval() (every, lease time.Duration) {
@@ -49,7 +56,7 @@ func (w *Worker) interval() (every, lease time.Duration) {
 	lease = w.lease
 	w.mu.Unlock()
 	if lease <= 0 {
-		lease = 30 * time.Second
+		lease = defaultLease
 	}
 	every = w.cfg.HeartbeatInterval
 	if every <= 0 {
@@ -109,9 +116,18 @@ func (w *Worker) renew(timeout time.Duration) {
 	if len(batch) == 0 {
 		return
 	}
+	// An engine that is restarting does not answer for a moment: try again within this
+	// interval rather than wait a whole interval, so a short outage costs no renewal window.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := w.fe.Heartbeat(ctx, req)
+	firstErr := err
+	for backoff := resendFirst; err != nil && unreachable(err) && ctx.Err() == nil; backoff = min(backoff*2, resendCap) {
+		if !sleepCtx(ctx, backoff) {
+			break
+		}
+		resp, err = w.fe.Heartbeat(ctx, req)
+	}
 	if err == nil && len(resp.Codes) != len(batch) {
 		err = jobs.Errorf(jobs.CodeInvariant, "heartbeat answered %d codes for %d leases", len(resp.Codes), len(batch))
 	}
@@ -122,8 +138,11 @@ func (w *Worker) renew(timeout time.Duration) {
 		if w.leases[h.key()] != h {
 			continue // finished while the renewal was on the wire: not a loss
 		}
+		if firstErr != nil {
+			// Said even when a retry landed: a renewal failed while the window had room.
+			w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "err", firstErr, "landed", err == nil)
+		}
 		if err != nil {
-			w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "err", err)
 			continue
 		}
 		switch code := jobs.Code(resp.Codes[i]); code {

@@ -9,11 +9,11 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -79,6 +79,9 @@ type Worker struct {
 	background sync.WaitGroup
 	hbStop     chan struct{}
 	hbKick     chan struct{}
+	// begun is closed once the session was announced; attended once attending ended.
+	begun, attended chan struct{}
+	stopAttend      context.CancelFunc
 	// limits are the fleet concurrency caps of the registered jobs.
 	limits map[string]int
 }
@@ -173,6 +176,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.started = true
 	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
 	w.hbStop = make(chan struct{})
+	w.begun, w.attended = make(chan struct{}), make(chan struct{})
+	go w.begin()
+	var attendCtx context.Context
+	attendCtx, w.stopAttend = context.WithCancel(context.Background())
+	go w.attend(attendCtx)
 	for q, n := range w.cfg.Queues {
 		w.pollers.Add(1)
 		go w.poll(q, n)
@@ -207,6 +215,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if w.cache != nil {
 		w.cache.Purge() // unwinds every parked body
 	}
+	w.end()
 	return err
 }
 
@@ -220,6 +229,11 @@ func (w *Worker) Parked() int {
 
 func (w *Worker) poll(queue string, concurrency int) {
 	defer w.pollers.Done()
+	select {
+	case <-w.begun:
+	case <-w.pollCtx.Done():
+		return
+	}
 	slots := make(chan struct{}, concurrency)
 	backoff := 50 * time.Millisecond
 	for w.pollCtx.Err() == nil {
@@ -254,7 +268,8 @@ func (w *Worker) poll(queue string, concurrency int) {
 			case <-time.After(backoff):
 			case <-w.pollCtx.Done():
 			}
-			backoff = min(backoff*2, 5*time.Second)
+			// Capped low: an engine back from a restart should see its workers again at once.
+			backoff = min(backoff*2, resendCap)
 			continue
 		}
 		backoff = 50 * time.Millisecond
@@ -272,7 +287,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 // handle runs one claimed task to the end of its claim.
 func (w *Worker) handle(t frontend.Task) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
-	rec := &recorder{fe: w.fe, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq}
+	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
@@ -300,6 +315,7 @@ func (w *Worker) handle(t frontend.Task) {
 		// The claim lapses and the run is tried again; nothing was written.
 		return
 	}
+	rec.ex.Store(ex)
 	h := w.hold(t, ex)
 	var o replay.Outcome
 	select {
@@ -309,7 +325,7 @@ func (w *Worker) handle(t frontend.Task) {
 		// another worker, and a body still running past it would be a second copy of the run.
 		cause := jobs.Errorf(jobs.CodeTimeout, "the attempt passed the job's timeout of %s", cfg.Timeout)
 		ex.Abort(cause)
-		w.release(h)
+		rec.landed = w.release(h)
 		w.fail(rec, log, cfg, t, cause, "")
 		w.background.Add(1)
 		go func() {
@@ -324,7 +340,7 @@ func (w *Worker) handle(t frontend.Task) {
 		}()
 		return
 	}
-	w.release(h)
+	rec.landed = w.release(h)
 	if cause := ex.Aborted(); cause != nil {
 		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
 		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
@@ -387,7 +403,7 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 	ctx := context.Background()
 	if w.cache != nil {
 		if p, ok := w.cache.Peek(t.RunID); ok {
-			events, err := w.fe.History(ctx, t.RunID, p.ex.LastSeq())
+			events, err := rec.history(ctx, p.ex.LastSeq())
 			if err == nil {
 				if out, ok := p.ex.Resume(events, rec, info); ok {
 					p.taken = true
@@ -408,7 +424,7 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		events[0].Seq = 1
 	} else {
 		var err error
-		if events, err = w.fe.History(ctx, t.RunID, 0); err != nil {
+		if events, err = rec.history(ctx, 0); err != nil {
 			return nil, nil, err
 		}
 		w.metrics.replayed.Inc()
@@ -452,54 +468,31 @@ func orPlain(code string) string {
 
 // finalize records the command that ends a claim.
 func (w *Worker) finalize(rec *recorder, log *slog.Logger, cmd frontend.Command) {
-	if _, err := rec.Record(context.Background(), []frontend.Command{cmd}); err != nil {
+	if _, err := rec.send(context.Background(), []frontend.Command{cmd}, true); err != nil {
 		log.Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
 	}
 }
 
-// recorder is the replay.Recorder of one claim.
+// recorder is the replay.Recorder of one claim. Its sends ride out an engine that cannot be
+// reached (see resend.go).
 type recorder struct {
 	fe     frontend.Frontend
+	w      *Worker
 	runID  string
+	queue  string
 	fence  int64
 	worker string
 	slot   string
-	mu     sync.Mutex
-	seq    int64
+	// claimedAt starts the lease window before the claim is tracked for heartbeats; landed is
+	// the last renewal that landed when tracking ended (the final record's window).
+	claimedAt time.Time
+	ex        atomic.Pointer[replay.Execution]
+	mu        sync.Mutex
+	seq       int64
+	landed    time.Time
 }
 
-// Record sends the commands, resending (marked as a retry) when the outcome is unknown.
+// Record sends the body's commands; see send.
 func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
-	backoff := 20 * time.Millisecond
-	for try := 1; ; try++ {
-		resp, err := r.fe.Record(ctx, req)
-		if err == nil {
-			r.seq = resp.LastSeq
-			return resp, nil
-		}
-		if !transient(err) || try == 6 {
-			return resp, err
-		}
-		req.Retry = true
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return resp, err
-		}
-		backoff *= 2
-	}
-}
-
-// transient reports whether a record may be resent: the store or the network failed, not a rule.
-func transient(err error) bool {
-	switch jobs.CodeOf(err) {
-	case jobs.CodeCommitUnknown, jobs.CodeStoreUnavailable, jobs.CodeInternal:
-		return true
-	case "":
-		return !errors.Is(err, context.Canceled)
-	}
-	return false
+	return r.send(ctx, cmds, false)
 }

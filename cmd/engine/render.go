@@ -194,6 +194,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 				detail = "wakes " + when(now, *s.WakeAt)
 			case s.Kind == "sleep" && s.Ended != nil:
 				detail = "woke " + when(now, *s.Ended)
+				if late := time.Duration(s.LateSeconds * float64(time.Second)); late >= time.Millisecond {
+					detail += fmt.Sprintf(" (%s late)", late.Round(time.Millisecond))
+				}
 			case s.Kind == "wait" && s.Ended == nil:
 				detail = "for " + s.Event
 			case len(s.Output) > 0:

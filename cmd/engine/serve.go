@@ -105,6 +105,8 @@ type serveOptions struct {
 	token        string
 	maxBody      int64
 	drainTimeout time.Duration
+	lease        time.Duration
+	sessionGrace time.Duration
 	logLevel     string
 	logFormat    string
 }
@@ -117,6 +119,10 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 	f.Int64Var(&o.maxBody, "max-body", 2<<20, "largest request body accepted, in bytes")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", cli.EnvDuration("JOBS_DRAIN_TIMEOUT", 30*time.Second),
 		"how long a SIGTERM waits for requests and commits in flight [$JOBS_DRAIN_TIMEOUT]")
+	f.DurationVar(&o.lease, "lease", cli.EnvDuration("JOBS_LEASE", 30*time.Second),
+		"visibility window of a claim; workers renew it every third by default, and a run whose worker vanished without a trace is reclaimed after it [$JOBS_LEASE]")
+	f.DurationVar(&o.sessionGrace, "session-grace", cli.EnvDuration("JOBS_SESSION_GRACE", time.Second),
+		"how long after a worker's session connection drops (a killed worker) its claims are released, unless it comes back [$JOBS_SESSION_GRACE]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
 }
@@ -127,6 +133,9 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 func serve(cmd *cobra.Command, o *serveOptions) error {
 	if o.maxBody <= 0 {
 		return cli.Usage("--max-body must be positive, got %d", o.maxBody)
+	}
+	if o.lease < 100*time.Millisecond || o.sessionGrace <= 0 {
+		return cli.Usage("--lease must be at least 100ms and --session-grace positive, got %s and %s", o.lease, o.sessionGrace)
 	}
 	if _, err := o.db.postgres(); err != nil {
 		return err
@@ -139,7 +148,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		log.Warn("jobs.api.unauthenticated", "addr", o.addr,
 			"hint", "the API is reachable beyond this machine and takes no token: set --token or JOBS_TOKEN")
 	}
-	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr)
+	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease)
 	app := fx.New(
 		cli.FxLogger(log),
 		fx.Supply(log),
@@ -151,7 +160,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 			lc.Append(fx.StopHook(st.Close))
 			return st, nil
 		}),
-		fx.Supply(engine.Config{}),
+		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace}),
 		engine.Module,
 		fx.Supply(api.Config{Addr: o.addr, Token: o.token, MaxBody: o.maxBody}),
 		api.Module,

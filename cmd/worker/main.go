@@ -49,6 +49,7 @@ type options struct {
 	queues          string
 	concurrency     int
 	pollWait        time.Duration
+	heartbeat       time.Duration
 	onboardingSleep time.Duration
 	planTimeout     time.Duration
 	paymentTimeout  time.Duration
@@ -78,6 +79,8 @@ func newRootCmd() *cobra.Command {
 		"queues to poll, comma-separated, each optionally with its concurrency (orders=20); default every queue of the examples [$JOBS_QUEUES]")
 	f.IntVar(&o.concurrency, "concurrency", 10, "runs per queue executing at once, for queues named without one")
 	f.DurationVar(&o.pollWait, "poll-wait", 10*time.Second, "how long one long-poll waits for work")
+	f.DurationVar(&o.heartbeat, "heartbeat", cli.EnvDuration("JOBS_HEARTBEAT", 0),
+		"how often the leases of the runs in flight are renewed (one call for all); 0: a third of the engine's lease [$JOBS_HEARTBEAT]")
 	f.DurationVar(&o.onboardingSleep, "onboarding-sleep", cli.EnvDuration("JOBS_ONBOARDING_SLEEP", examples.DefaultOnboardingSleep),
 		"the onboarding's pause before it asks for a plan [$JOBS_ONBOARDING_SLEEP]")
 	f.DurationVar(&o.planTimeout, "plan-timeout", cli.EnvDuration("JOBS_PLAN_TIMEOUT", examples.DefaultPlanTimeout),
@@ -137,6 +140,8 @@ func serve(cmd *cobra.Command, o *options) error {
 		return cli.Usage("--onboarding-sleep, --plan-timeout and --payment-timeout must be positive")
 	case o.pollWait <= 0:
 		return cli.Usage("--poll-wait must be positive")
+	case o.heartbeat < 0:
+		return cli.Usage("--heartbeat must not be negative")
 	}
 	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
 	if err != nil {
@@ -168,7 +173,7 @@ func serve(cmd *cobra.Command, o *options) error {
 		}),
 		fx.Supply(reg),
 		fx.Provide(func() prometheus.Registerer { return registry }),
-		fx.Supply(worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait}),
+		fx.Supply(worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat}),
 		worker.Module,
 		fx.Invoke(func(w *worker.Worker) {
 			log.Info("jobs.worker.starting", "id", w.ID(), "server", server, "queues", fmt.Sprint(queues))

@@ -48,6 +48,7 @@ func TestUsage(t *testing.T) {
 		{"--queues", "orders=0"},
 		{"--server", "ftp://x"},
 		{"--onboarding-sleep", "-1s"},
+		{"--heartbeat", "-1s"},
 		{"--log-level", "loud"},
 		{"extra-arg"},
 	} {

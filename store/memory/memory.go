@@ -743,7 +743,9 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 			continue
 		}
 		if t.fire != nil {
-			s.appendEvents(r, *t.fire)
+			e := *t.fire
+			e.At = now // when it fired, not when it was due
+			s.appendEvents(r, e)
 		}
 		out = append(out, s.wake(r, now)) // removes t with the run's other timers
 	}

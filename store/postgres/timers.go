@@ -120,6 +120,7 @@ func (s *Store) timerRound(ctx context.Context, now time.Time, limit int) ([]sto
 			continue
 		}
 		if d.fire != nil {
+			d.fire.At = now // when it fired, not when it was due
 			evs.add(r, *d.fire)
 		}
 		wokeIDs = append(wokeIDs, r.ID)

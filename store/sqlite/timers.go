@@ -46,6 +46,9 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 				if !ok || (r.State != store.StateSuspended && r.State != store.StateDelayed) {
 					continue // dropped: the run woke some other way, or finished
 				}
+				if d.fire != nil {
+					d.fire.At = now // when it fired, not when it was due
+				}
 				if err := t.wake(&r, now, d.fire); err != nil {
 					return err
 				}

@@ -1,0 +1,27 @@
+package postgres
+
+// sqlWorkerRelease is WorkerRelease (workers.go) in one statement: a gone worker's running runs
+// are handed back as a lapsed lease is, its sticky reservations on suspended and ready runs end,
+// and every run that became claimable is notified to its queue's pollers. The runs_worker
+// partial index (migration 002_workers) keeps it to the worker's own rows; rows another
+// transaction holds are waited for, not skipped, so nothing the worker held is left behind.
+const sqlWorkerRelease = `
+WITH held AS (
+	SELECT id, state FROM {S}.runs
+	WHERE worker_id = $1 AND state IN ('running', 'ready', 'suspended')
+	ORDER BY id
+	FOR UPDATE
+),
+released AS (
+	UPDATE {S}.runs r SET
+		state = CASE WHEN held.state = 'running' THEN 'ready' ELSE r.state END,
+		lease_until = CASE WHEN held.state = 'running' THEN NULL ELSE r.lease_until END,
+		ready_at = CASE WHEN held.state = 'running' THEN $2 ELSE r.ready_at END,
+		updated_at = CASE WHEN held.state = 'running' THEN $2 ELSE r.updated_at END,
+		worker_id = ''
+	FROM held WHERE r.id = held.id AND r.worker_id = $1
+	RETURNING r.id, r.queue, r.state
+)
+SELECT w.id, w.queue FROM released w, LATERAL (SELECT pg_notify($3, w.queue)) n
+WHERE w.state = 'ready'
+ORDER BY w.id`

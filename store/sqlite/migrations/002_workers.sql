@@ -1,0 +1,4 @@
+-- 002_workers: find the runs one worker holds or keeps sticky, so a worker known to be gone
+-- (a clean stop, a restart under the same id, a session that dropped) releases them at once
+-- without a scan of every run. Partial: most rows hold no worker.
+CREATE INDEX runs_worker ON runs (worker_id) WHERE worker_id <> '';
