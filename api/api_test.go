@@ -209,7 +209,7 @@ func TestRefusalsKeepTheirCodes(t *testing.T) {
 		{"enqueue without a tenant", jobs.CodeJobTenantRequired,
 			func() error { _, err := eng.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Key: "k"}); return err },
 			func() error { _, err := b.client.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Key: "k"}); return err }},
-		{"record under a stale fence", jobs.CodeJobLeaseLost,
+		{"record without the claim's lease token", jobs.CodeLeaseInvalid,
 			func() error { _, err := eng.Record(ctx, staleRecord(ready.RunID)); return err },
 			func() error { _, err := b.client.Record(ctx, staleRecord(ready.RunID)); return err }},
 		{"history of an unknown run", jobs.CodeRunNotFound,

@@ -66,6 +66,10 @@ type Engine struct {
 	commits  chan *commitReq
 	creates  chan *createReq
 
+	// keyMu guards key, the lease-token secret (lease.go), read from the store once.
+	keyMu sync.Mutex
+	key   []byte
+
 	mu      sync.Mutex
 	started bool
 	stop    context.CancelFunc
@@ -301,6 +305,12 @@ func (e *Engine) ListRuns(ctx context.Context, p store.ListParams) ([]store.Run,
 
 // Poll implements frontend.Frontend.
 func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend.Task, error) {
+	// The signing key is read before anything is claimed: a claim must never be made without
+	// the token that lets its worker write.
+	key, err := e.leaseKey(ctx)
+	if err != nil {
+		return nil, err
+	}
 	runs, err := e.matching.Poll(ctx, matching.PollParams{WorkerID: req.WorkerID, Queues: req.Queues, Max: req.Max, Wait: req.Wait})
 	if err != nil {
 		return nil, err
@@ -313,20 +323,39 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 		tasks[i] = frontend.Task{RunID: r.ID, Job: r.Job, Queue: r.Queue, Fence: r.Fence, Attempt: r.Attempt,
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
+		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
 	}
 	return tasks, nil
 }
 
 // Heartbeat implements frontend.Frontend.
 func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
-	leases := make([]store.Lease, len(req.Leases))
+	// A lease whose token does not hold is answered on its own and never reaches the store, so
+	// a worker cannot renew (and keep from its rightful holder) a claim it was not given.
+	refused := make([]error, len(req.Leases))
+	leases := make([]store.Lease, 0, len(req.Leases))
 	for i, l := range req.Leases {
-		leases[i] = store.Lease{RunID: l.RunID, Fence: l.Fence}
+		if refused[i] = e.checkLease(ctx, l.RunID, l.Fence, req.WorkerID, l.Token); refused[i] == nil {
+			leases = append(leases, store.Lease{RunID: l.RunID, Fence: l.Fence})
+		}
 	}
 	now := e.clock.Now()
-	errs, err := e.store.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: req.WorkerID, Leases: leases, Now: now, LeaseUntil: now.Add(e.matching.Lease())})
-	if err != nil {
-		return frontend.HeartbeatResponse{}, err
+	var held []error
+	if len(leases) > 0 {
+		var err error
+		held, err = e.store.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: req.WorkerID, Leases: leases, Now: now, LeaseUntil: now.Add(e.matching.Lease())})
+		if err != nil {
+			return frontend.HeartbeatResponse{}, err
+		}
+	}
+	errs := make([]error, len(req.Leases))
+	for i, j := 0, 0; i < len(errs); i++ {
+		if refused[i] != nil {
+			errs[i] = refused[i]
+			continue
+		}
+		errs[i] = held[j]
+		j++
 	}
 	codes := make([]string, len(errs))
 	for i, err := range errs {

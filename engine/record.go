@@ -32,6 +32,9 @@ type commitRes struct {
 // Record implements frontend.Frontend: it turns a run's commands into events and a transition
 // and commits them in a group commit shared with other runs' records.
 func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if err := e.checkLease(ctx, req.RunID, req.Fence, req.WorkerID, req.LeaseToken); err != nil {
+		return frontend.RecordResponse{}, err
+	}
 	now := e.clock.Now()
 	m, err := e.mutation(req, now)
 	if err != nil {

@@ -56,6 +56,9 @@ type Task struct {
 	LeaseUntil time.Time `msgpack:"lease_until"`
 	// Lease is the visibility window a heartbeat renews.
 	Lease time.Duration `msgpack:"lease"`
+	// LeaseToken is the claim's secret: every record and heartbeat of this claim must present it
+	// with the worker id it was issued to. It cannot be derived from anything the admin API shows.
+	LeaseToken string `msgpack:"lease_token"`
 }
 
 // CommandKind names a worker command.
@@ -110,6 +113,8 @@ type RecordRequest struct {
 	RunID    string `msgpack:"run_id"`
 	Fence    int64  `msgpack:"fence"`
 	WorkerID string `msgpack:"worker_id"`
+	// LeaseToken is the claim's Task.LeaseToken.
+	LeaseToken string `msgpack:"lease_token"`
 	// AfterSeq is the last seq the worker knows. When a commit's outcome is unknown (the
 	// connection dropped after COMMIT was sent), the engine reads the history after AfterSeq to
 	// learn whether these commands landed, so a step is neither recorded twice nor lost.
@@ -135,6 +140,8 @@ type RecordResponse struct {
 type Lease struct {
 	RunID string `msgpack:"run_id"`
 	Fence int64  `msgpack:"fence"`
+	// Token is the claim's Task.LeaseToken.
+	Token string `msgpack:"token"`
 	// Slot and Limit name the fleet concurrency slot the run holds, renewed with the lease.
 	Slot  string `msgpack:"slot,omitempty"`
 	Limit int    `msgpack:"limit,omitempty"`

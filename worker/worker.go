@@ -93,6 +93,7 @@ type parked struct {
 type held struct {
 	runID, queue, job string
 	fence             int64
+	token             string
 	ex                *replay.Execution
 	lastLanded        time.Time
 	lost              bool
@@ -272,7 +273,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 // handle runs one claimed task to the end of its claim.
 func (w *Worker) handle(t frontend.Task) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
-	rec := &recorder{fe: w.fe, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq}
+	rec := &recorder{fe: w.fe, runID: t.RunID, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
@@ -463,6 +464,7 @@ type recorder struct {
 	runID  string
 	fence  int64
 	worker string
+	token  string
 	slot   string
 	mu     sync.Mutex
 	seq    int64
@@ -472,7 +474,7 @@ type recorder struct {
 func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
+	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, LeaseToken: r.token, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
 	backoff := 20 * time.Millisecond
 	for try := 1; ; try++ {
 		resp, err := r.fe.Record(ctx, req)

@@ -26,6 +26,8 @@ import (
 type Store struct {
 	mu     sync.Mutex
 	closed bool
+	// authority holds the engine's secrets and the fleet's manifest (authority.go).
+	authority authority
 
 	runs map[string]*runRec
 	// live maps (Job, Key) to the one live run holding that idempotency key.
