@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
@@ -51,7 +53,10 @@ type Config struct {
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
-	Logger       *slog.Logger
+	// Ledgers is how many runs' history summaries (step names, attempt) are kept to check
+	// records without reading the history. Defaults to 16384.
+	Ledgers int
+	Logger  *slog.Logger
 }
 
 // Engine is the run lifecycle over a store.
@@ -65,6 +70,8 @@ type Engine struct {
 	signals  *signals.Service
 	commits  chan *commitReq
 	creates  chan *createReq
+	// ledgers caches what each recently recorded run's history says (ledger.go).
+	ledgers *lru.Cache[string, *ledger]
 
 	// keyMu guards key, the lease-token secret (lease.go), read from the store once.
 	keyMu sync.Mutex
@@ -103,6 +110,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
 		creates: make(chan *createReq, 4096)}
+	if cfg.Ledgers <= 0 {
+		cfg.Ledgers = 16384
+	}
+	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,

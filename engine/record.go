@@ -35,11 +35,15 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if err := e.checkLease(ctx, req.RunID, req.Fence, req.WorkerID, req.LeaseToken); err != nil {
 		return frontend.RecordResponse{}, err
 	}
+	if req.AfterSeq < 1 {
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeBadRequest, "record for run %s: after_seq %d; a run's history starts at seq 1", req.RunID, req.AfterSeq)
+	}
 	now := e.clock.Now()
 	m, err := e.mutation(req, now)
 	if err != nil {
 		return frontend.RecordResponse{}, err
 	}
+	m.AfterSeq = req.AfterSeq
 	r := &commitReq{m: m, afterSeq: req.AfterSeq, done: make(chan commitRes, 1)}
 	if req.Retry {
 		landed, err := e.landed(ctx, r)
@@ -53,6 +57,16 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 			}
 			return frontend.RecordResponse{Appended: landed, LastSeq: run.LastSeq, State: string(run.State)}, nil
 		}
+	}
+	// Checked after the resend's look for its own events: a resend that landed names what the
+	// history now holds, and is answered, not refused.
+	l, err := e.ledgerAt(ctx, req.RunID, req.AfterSeq)
+	if err == nil {
+		err = checkLedger(req.RunID, l, req.Commands)
+		l.mu.Unlock()
+	}
+	if err != nil {
+		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
 	}
 	e.mu.Lock()
 	started := e.started
@@ -78,6 +92,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if out.res.Err != nil {
 		return frontend.RecordResponse{}, out.res.Err
 	}
+	e.settle(req.RunID, out.res.Appended)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
@@ -97,7 +112,11 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 		return m, jobs.Errorf(jobs.CodeBadRequest, "record for run %s has no commands", req.RunID)
 	}
 	final := false
-	for i, c := range req.Commands {
+	for i := range req.Commands {
+		if err := checkCommand(req.RunID, i, &req.Commands[i], now); err != nil {
+			return m, err
+		}
+		c := req.Commands[i]
 		if final {
 			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: command %d (%s) follows one that ends the claim", req.RunID, i, c.Kind)
 		}

@@ -158,9 +158,14 @@ type Transition struct {
 
 // Mutation is one worker write: events to append and a transition, under the claim's fence.
 type Mutation struct {
-	RunID  string
-	Fence  int64
-	Now    time.Time
+	RunID string
+	Fence int64
+	// AfterSeq, when > 0, is the run's last seq as the writer knew it: the mutation applies only
+	// if the run's LastSeq is still AfterSeq, else it is refused with X_HISTORY_STALE. The engine
+	// checks a record against the history up to AfterSeq (step names, attempts); this makes that
+	// check hold at commit.
+	AfterSeq int64
+	Now      time.Time
 	Events []history.Event
 	Transition
 }

@@ -456,6 +456,9 @@ func (s *Store) apply(m store.Mutation) store.MutationResult {
 	if err != nil {
 		return store.MutationResult{Err: err}
 	}
+	if err := store.StaleSeq(r.run, m); err != nil {
+		return store.MutationResult{Err: err, Run: cloneRun(r.run)}
+	}
 	tr := m.Transition
 	to := tr.State
 	if to == "" {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -51,5 +53,64 @@ var keyTests = []test{
 				t.Fatalf("ensurer %d got %q, ensurer 0 got %q", i, got[i], got[0])
 			}
 		}
+	}},
+}
+
+// seqTests hold Mutation.AfterSeq: a write built on an older (or a future) history is refused
+// and changes nothing, in every shape of batch a backend may treat on its own path (steps and
+// completions alone, or with timers and waits).
+var seqTests = []test{
+	{"a write on the current seq applies", func(t *testing.T, s store.Store) {
+		r := running(t, s, 1)
+		m := mutation(r, store.Transition{}, step("a"))
+		m.AfterSeq = r.LastSeq
+		res := applyOK(t, s, m)
+		if res.Run.LastSeq != 2 {
+			t.Fatalf("LastSeq %d, want 2", res.Run.LastSeq)
+		}
+	}},
+	{"a stale or future seq is refused and changes nothing", func(t *testing.T, s store.Store) {
+		r := running(t, s, 1)
+		first := mutation(r, store.Transition{}, step("a"))
+		first.AfterSeq = 1
+		applyOK(t, s, first)
+		for _, after := range []int64{1, 7} {
+			for name, tr := range map[string]store.Transition{
+				"step":     {},
+				"complete": {State: store.StateCompleted, Result: []byte{0xc0}},
+				"sleep": {State: store.StateSuspended,
+					Timers: []store.Timer{{Key: "sleep:b", DueAt: sleepUntil, Fire: timerFired("b")}}},
+			} {
+				m := mutation(r, tr, step("b"))
+				m.AfterSeq = after
+				res := apply(t, s, m)[0]
+				wantCode(t, name+" on a stale seq", res.Err, jobs.CodeHistoryStale)
+				got := get(t, s, r.ID)
+				if got.State != store.StateRunning || got.LastSeq != 2 {
+					t.Fatalf("%s refused, yet the run is %s at seq %d", name, got.State, got.LastSeq)
+				}
+				wantKinds(t, "history", events(t, s, r.ID), history.KindRunStarted, history.KindStepCompleted)
+			}
+		}
+		if _, ok := timerNext(t, s); ok {
+			t.Fatal("a refused sleep armed its timer")
+		}
+	}},
+	{"a stale write does not stop its neighbours", func(t *testing.T, s store.Store) {
+		r1, r2 := running(t, s, 1), running(t, s, 2)
+		stale := mutation(r1, store.Transition{}, step("a"))
+		stale.AfterSeq = 5
+		good := mutation(r2, store.Transition{State: store.StateCompleted, Result: []byte{0xc0}}, step("a"))
+		good.AfterSeq = 1
+		res := apply(t, s, stale, good)
+		wantCode(t, "stale", res[0].Err, jobs.CodeHistoryStale)
+		if res[1].Err != nil || res[1].Run.State != store.StateCompleted {
+			t.Fatalf("neighbour: %+v", res[1])
+		}
+	}},
+	{"no AfterSeq is not checked", func(t *testing.T, s store.Store) {
+		r := running(t, s, 1)
+		applyOK(t, s, mutation(r, store.Transition{}, step("a")))
+		applyOK(t, s, mutation(r, store.Transition{}, step("b")))
 	}},
 }
