@@ -166,7 +166,7 @@ type Mutation struct {
 	// check hold at commit.
 	AfterSeq int64
 	Now      time.Time
-	Events []history.Event
+	Events   []history.Event
 	Transition
 }
 
