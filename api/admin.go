@@ -11,6 +11,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		if len(req.Input) > 0 {
 			// The input is stored and later decoded by a worker: refuse a malformed one here,
 			// where the caller can still be told.
-			if err := checkMsgpack(req.Input); err != nil {
+			if err := wire.Value(req.Input); err != nil {
 				return err
 			}
 		}
@@ -123,7 +124,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	var payload []byte
 	if isMsgpack(r) {
-		if err := checkMsgpack(b); err != nil {
+		if err := wire.Value(b); err != nil {
 			return err
 		}
 		payload = b

@@ -19,6 +19,7 @@ import (
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/matching"
 	"github.com/ultimat3/jobs/signals"
@@ -212,6 +213,11 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 	}
 	if len(req.Input) > e.cfg.MaxPayload {
 		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the limit is %d", req.Job, len(req.Input), e.cfg.MaxPayload)
+	}
+	if len(req.Input) > 0 {
+		if err := wire.Value(req.Input); err != nil {
+			return jobs.EnqueueResult{}, err
+		}
 	}
 	if req.Queue == "" {
 		req.Queue = jobs.DefaultQueue
