@@ -9,8 +9,8 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/history"
-	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
 )
 
