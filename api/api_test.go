@@ -362,7 +362,7 @@ func TestAdminAPI(t *testing.T) {
 	})
 
 	t.Run("routes", func(t *testing.T) {
-		if st, out := get("/v1/nothing"); st != http.StatusNotFound && st != http.StatusBadRequest || jsonCode(t, out) != jobs.CodeBadRequest {
+		if st, out := get("/v1/nothing"); st != http.StatusNotFound || jsonCode(t, out) != jobs.CodeRouteNotFound {
 			t.Fatalf("unknown route = %d %s", st, out)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -30,6 +31,10 @@ func readBody(r *http.Request) ([]byte, error) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, jobs.Errorf(jobs.CodePayloadTooLarge, "the request body is over the limit of %d bytes", tooBig.Limit)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, jobs.Wrap(jobs.CodeBadRequest, err, "the request body did not arrive in time")
 		}
 		return nil, jobs.Wrap(jobs.CodeBadRequest, err, "read the request body")
 	}

@@ -58,6 +58,14 @@ type Config struct {
 	// MaxPollWait caps a worker's long-poll, whatever PollRequest.Wait asks. Defaults to 30s:
 	// under the idle timeouts of common proxies and load balancers.
 	MaxPollWait time.Duration
+	// MaxPollBytes bounds one poll's answer; the tasks past it are handed back at once, without
+	// spending an attempt (the first task is always sent). Defaults to 8 MiB.
+	MaxPollBytes int
+	// BodyTimeout bounds how long a request body may take to arrive. Defaults to 10s.
+	BodyTimeout time.Duration
+	// MaxConns caps the connections served at once (Start); more wait to be accepted. Defaults
+	// to 1024.
+	MaxConns int
 	// ReadyTimeout bounds the store probe of /readyz. Defaults to 2s.
 	ReadyTimeout time.Duration
 	// Registerer receives the queue collector (queue_depth, queue_oldest_ready_seconds,
@@ -109,6 +117,15 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 2 * time.Second
 	}
+	if cfg.MaxPollBytes <= 0 {
+		cfg.MaxPollBytes = defaultPollBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -153,6 +170,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/runs/{id}/cancel", s.serve(s.cancel))
 	mux.Handle("POST /v1/runs/{id}/retry", s.serve(s.retry))
 	mux.Handle("POST /v1/events/{name}", s.serve(s.publish))
+	mux.Handle("POST /v1/events/{$}", s.serve(s.publish)) // no name: the engine says why not
 	mux.Handle("GET /v1/queues", s.serve(s.queues))
 	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
 	mux.Handle("GET /v1/codes", s.serve(s.codes))
@@ -164,10 +182,14 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("/", s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		return jobs.Errorf(jobs.CodeBadRequest, "no route for %s %s", r.Method, r.URL.Path)
-	}))
-	return s.recover(s.logRequests(s.authenticate(s.limitBody(mux))))
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			s.notFound(mux, w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.recover(s.logRequests(s.authenticate(s.limitBody(routed))))
 }
 
 // ServeHTTP implements http.Handler.
@@ -183,8 +205,9 @@ func (s *Server) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeBadRequest, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
+		return jobs.Wrap(jobs.CodeListenFailed, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
 	}
+	ln = newLimitListener(ln, s.cfg.MaxConns)
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s,
@@ -346,6 +369,7 @@ func byAddress(host string) bool {
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		s.bodyDeadline(w, r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -85,6 +85,11 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request) error {
 	if tasks == nil {
 		tasks = []frontend.Task{}
 	}
+	tasks, over := budgetTasks(tasks, s.cfg.MaxPollBytes)
+	if len(over) > 0 {
+		// Claimed, but past what one answer may carry: back at once, no attempt spent.
+		s.release(req.WorkerID, over)
+	}
 	if r.Context().Err() != nil && len(tasks) > 0 {
 		// Claimed after the client left: nobody will run them. Hand them back now instead of
 		// letting them sit invisible until their lease lapses.
