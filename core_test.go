@@ -339,6 +339,8 @@ func TestStaleFenceIsRefused(t *testing.T) {
 		o := newOnboarding(t)
 		id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
 		ctx := context.Background()
+		testenv.Declare(t, env.Engine, "w1", o.job)
+		testenv.Declare(t, env.Engine, "w2", o.job)
 		first, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{"default"}, Max: 1})
 		if err != nil || len(first) != 1 {
 			t.Fatalf("poll: %v %v", first, err)

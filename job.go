@@ -327,6 +327,8 @@ type Enqueuer interface {
 type Registry struct {
 	mu   sync.RWMutex
 	defs map[string]Definition
+	// extra holds the free-standing declarations of Declare (manifest.go), by kind and name.
+	extra map[[2]string]Declaration
 }
 
 // NewRegistry returns a registry holding defs; a name registered twice is refused.

@@ -47,11 +47,17 @@ func setup(t *testing.T, cfg api.Config, opts ...api.ClientOption) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveBundle(t, env, srv, cfg.Token, opts...)
+}
+
+// serveBundle serves srv with httptest and returns it with a client holding token.
+func serveBundle(t *testing.T, env *testenv.Env, srv *api.Server, token string, opts ...api.ClientOption) *bundle {
+	t.Helper()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	// Cleanups run last-registered first: long-polls end before httptest waits for them.
 	t.Cleanup(srv.Drain)
-	c, err := api.NewClient(ts.URL, cfg.Token, opts...)
+	c, err := api.NewClient(ts.URL, token, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +487,7 @@ func TestLongPoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{MaxPollWait: 300 * time.Millisecond})
 	ctx := context.Background()
+	testenv.Declare(t, b.client, "w", testenv.Untyped("j", "q"))
 	poll := func(ctx context.Context, wait time.Duration) ([]frontend.Task, time.Duration, error) {
 		start := time.Now()
 		tasks, err := b.client.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 5, Wait: wait})
@@ -546,6 +553,7 @@ func TestPollClaimedAfterTheClientLeftIsHandedBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, env.Engine, "w", testenv.Untyped("j", "q"))
 	body, err := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -736,6 +744,7 @@ func TestBrowserRequestsAreRefused(t *testing.T) {
 func TestLongPollEndsWhenTheClientLeaves(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
+	testenv.Declare(t, b.client, "w", testenv.Untyped("j", "q"))
 	body, err := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -19,6 +20,7 @@ func claimOne(t *testing.T, b *bundle, c *api.Client, worker, job, queue string)
 	if _, err := b.env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: job, Queue: queue, Key: "k-" + job, NoTenant: true}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, c, worker, testenv.Untyped(job, queue))
 	tasks, err := c.Poll(ctx, frontend.PollRequest{WorkerID: worker, Queues: []string{queue}, Max: 1})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("claim: %v %v", tasks, err)

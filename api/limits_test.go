@@ -32,6 +32,7 @@ func TestPollAnswerHasAByteBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	testenv.Declare(t, b.client, "w", testenv.Untyped("j", "q"))
 	tasks, err := b.client.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestPollAnswerHasAByteBudget(t *testing.T) {
 	if _, err := one.env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Queue: "q", Key: "k", NoTenant: true, Input: big}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, one.client, "w", testenv.Untyped("j", "q"))
 	if tasks, err := one.client.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 10}); err != nil || len(tasks) != 1 {
 		t.Fatalf("a 1-byte budget: %d tasks, %v; want the one", len(tasks), err)
 	}
@@ -216,6 +218,7 @@ func TestLongPollOutlivesBodyTimeout(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		_, _ = env.Engine.Enqueue(context.Background(), jobs.EnqueueRequest{Job: "j", Queue: "q", Key: "k", NoTenant: true})
 	}()
+	testenv.Declare(t, c, "w", testenv.Untyped("j", "q"))
 	tasks, err := c.Poll(context.Background(), frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1, Wait: 5 * time.Second})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("a long-poll past the body timeout: %d tasks, %v", len(tasks), err)

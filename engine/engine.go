@@ -54,6 +54,14 @@ type Config struct {
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
+	// AllowUndeclared accepts an enqueue of a job no worker has declared (or on a queue it is
+	// not declared on), for deployments that enqueue before their workers start. Such a run
+	// shows why it waits (RunView.Waiting). Defaults to false: refused with X_JOB_UNDECLARED.
+	AllowUndeclared bool
+	// ManifestResend is how often workers are asked to resend their manifest; a worker not heard
+	// from for three times this long no longer counts as hosting what it declared. Defaults to
+	// 1m.
+	ManifestResend time.Duration
 	// Ledgers is how many runs' history summaries (step names, attempt) are kept to check
 	// records without reading the history. Defaults to 16384.
 	Ledgers int
@@ -73,6 +81,11 @@ type Engine struct {
 	creates  chan *createReq
 	// ledgers caches what each recently recorded run's history says (ledger.go).
 	ledgers *lru.Cache[string, *ledger]
+	// fleetState is the engine's copy of the workers' manifests (manifest.go).
+	fleetState fleetState
+	// claimed remembers the job of each run recently claimed, so a heartbeat renews the slot of
+	// the run's own job without reading the run (slots.go).
+	claimed *lru.Cache[string, string]
 
 	// keyMu guards key, the lease-token secret (lease.go), read from the store once.
 	keyMu sync.Mutex
@@ -114,7 +127,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Ledgers <= 0 {
 		cfg.Ledgers = 16384
 	}
+	if cfg.ManifestResend <= 0 {
+		cfg.ManifestResend = time.Minute
+	}
+	e.cfg.ManifestResend = cfg.ManifestResend
 	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
+	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
@@ -218,6 +236,9 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		if err := wire.Value(req.Input); err != nil {
 			return jobs.EnqueueResult{}, err
 		}
+	}
+	if err := e.resolveQueue(ctx, &req); err != nil {
+		return jobs.EnqueueResult{}, err
 	}
 	if req.Queue == "" {
 		req.Queue = jobs.DefaultQueue
@@ -328,12 +349,30 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 	if err != nil {
 		return nil, err
 	}
+	// Which queues the worker may poll, which runs it may be handed and the fleet's caps come
+	// from the manifest, never from the request (PollRequest.Limits is ignored).
+	f, err := e.checkPoll(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	runs, err := e.matching.Poll(ctx, matching.PollParams{WorkerID: req.WorkerID, Queues: req.Queues, Max: req.Max, Wait: req.Wait})
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Limits) > 0 {
-		runs = e.takeSlots(ctx, runs, req.Limits)
+	if len(runs) > 0 {
+		if f, err = e.fleetView(ctx, false); err != nil {
+			return nil, err
+		}
+		runs = e.handBackUndeclared(ctx, f, req.WorkerID, runs)
+		limits := map[string]int{}
+		for _, r := range runs {
+			if n := f.cap(r.Job); n > 0 {
+				limits[r.Job] = n
+			}
+		}
+		if len(limits) > 0 {
+			runs = e.takeSlots(ctx, runs, limits)
+		}
 	}
 	tasks := make([]frontend.Task, len(runs))
 	for i, r := range runs {
@@ -341,6 +380,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
 		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
+		e.claimed.Add(r.ID, r.Job)
 	}
 	return tasks, nil
 }
@@ -376,7 +416,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (
 	}
 	codes := make([]string, len(errs))
 	for i, err := range errs {
-		if err == nil && req.Leases[i].Slot != "" {
+		if err == nil {
 			err = e.renewSlot(ctx, req.Leases[i], now)
 		}
 		if err != nil {

@@ -96,8 +96,11 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
-	if req.Slot != "" && out.res.Run.State != store.StateRunning {
-		e.releaseSlot(ctx, req.Slot, req.RunID)
+	if out.res.Run.State != store.StateRunning {
+		// The run's own job's slot, whatever the request names (see renewSlot).
+		if f, err := e.fleetView(ctx, false); err == nil && f.cap(out.res.Run.Job) > 0 {
+			e.releaseSlot(ctx, frontend.SlotKey(out.res.Run.Job), req.RunID)
+		}
 	}
 	if m.State == store.StateReady {
 		e.matching.Wake()

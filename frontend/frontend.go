@@ -15,6 +15,8 @@ import (
 
 // Frontend is what a worker needs of the engine.
 type Frontend interface {
+	Manifests // a worker's manifest (manifest.go)
+
 	// Poll claims up to Max ready runs of the queues, waiting up to Wait for one to become ready
 	// (a long-poll). It returns no tasks and no error when Wait passes with nothing to do.
 	Poll(ctx context.Context, req PollRequest) ([]Task, error)

@@ -258,7 +258,8 @@ type SlotParams struct {
 // Store is the persistence of the engine. All methods are safe for concurrent use, from any
 // number of processes sharing the backend (where the backend is shareable).
 type Store interface {
-	Keys // the engine's shared secrets (keys.go)
+	Keys      // the engine's shared secrets (keys.go)
+	Manifests // what the fleet's workers declared (manifest.go)
 
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
 	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two

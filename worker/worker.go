@@ -79,6 +79,8 @@ type Worker struct {
 	background sync.WaitGroup
 	hbStop     chan struct{}
 	hbKick     chan struct{}
+	// manifestKick asks for the manifest to be sent again now (manifest.go).
+	manifestKick chan struct{}
 	// limits are the fleet concurrency caps of the registered jobs.
 	limits map[string]int
 }
@@ -138,7 +140,9 @@ func New(cfg Config) (*Worker, error) {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
-		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1)}
+		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		manifestKick: make(chan struct{}, 1)}
+	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	for _, d := range cfg.Registry.All() {
 		if n := d.Config().Concurrency; n > 0 {
 			if w.limits == nil {
@@ -171,9 +175,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.started {
 		return nil
 	}
+	w.hbStop = make(chan struct{})
+	if err := w.startManifest(ctx); err != nil {
+		return err
+	}
 	w.started = true
 	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
-	w.hbStop = make(chan struct{})
 	for q, n := range w.cfg.Queues {
 		w.pollers.Add(1)
 		go w.poll(q, n)

@@ -107,6 +107,8 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	logLevel     string
 	logFormat    string
+	// allowUndeclared accepts enqueues of jobs no worker has declared (see engine.Config).
+	allowUndeclared bool
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {
@@ -119,6 +121,8 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"how long a SIGTERM waits for requests and commits in flight [$JOBS_DRAIN_TIMEOUT]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.Env("JOBS_ALLOW_UNDECLARED", "") == "1",
+		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
 }
 
 // serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
@@ -151,7 +155,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 			lc.Append(fx.StopHook(st.Close))
 			return st, nil
 		}),
-		fx.Supply(engine.Config{}),
+		fx.Supply(engine.Config{AllowUndeclared: o.allowUndeclared}),
 		engine.Module,
 		fx.Supply(api.Config{Addr: o.addr, Token: o.token, MaxBody: o.maxBody}),
 		api.Module,

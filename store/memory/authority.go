@@ -8,7 +8,8 @@ import (
 // authority is the memory store's share of what makes the engine the authority: its secrets and
 // (manifest.go) what the fleet declared. Its maps are made on first use, so New stays as it was.
 type authority struct {
-	keys map[string][]byte
+	keys      map[string][]byte
+	manifests manifests
 }
 
 // KeyEnsure implements store.Keys.

@@ -5,3 +5,19 @@ const (
 	sqlKeyInsert = `INSERT INTO keys (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`
 	sqlKeyGet    = `SELECT value FROM keys WHERE name = ?`
 )
+
+const (
+	sqlManifestWorkerUpsert = `INSERT INTO manifest_workers (worker_id, queues, last_seen) VALUES (?, ?, ?)
+	ON CONFLICT (worker_id) DO UPDATE SET queues = excluded.queues, last_seen = excluded.last_seen`
+	sqlDeclUpsert = `INSERT INTO declarations (kind, name, checksum, data, first_seen, last_seen)
+	VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (kind, name, checksum) DO UPDATE SET last_seen = excluded.last_seen`
+	sqlDeclWorkersClear = `DELETE FROM declaration_workers WHERE worker_id = ?`
+	sqlDeclWorkerInsert = `INSERT INTO declaration_workers (kind, name, checksum, worker_id, last_seen)
+	VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET last_seen = excluded.last_seen`
+	sqlDeclsRead = `SELECT kind, name, checksum, data, first_seen, last_seen FROM declarations
+	WHERE ? = '' OR kind = ? ORDER BY kind, name, checksum`
+	sqlDeclWorkersRead = `SELECT kind, name, checksum, worker_id, last_seen FROM declaration_workers
+	WHERE ? = '' OR kind = ? ORDER BY worker_id`
+	sqlManifestWorkersRead = `SELECT worker_id, queues, last_seen FROM manifest_workers ORDER BY worker_id`
+)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
@@ -112,5 +113,94 @@ var seqTests = []test{
 		r := running(t, s, 1)
 		applyOK(t, s, mutation(r, store.Transition{}, step("a")))
 		applyOK(t, s, mutation(r, store.Transition{}, step("b")))
+	}},
+}
+
+func declared(kind, name, sum, data string) store.Declared {
+	return store.Declared{Kind: kind, Name: name, Checksum: sum, Data: []byte(data)}
+}
+
+func readManifest(t *testing.T, s store.Store, kind string) ([]store.DeclarationRecord, []store.WorkerRecord) {
+	t.Helper()
+	d, w, err := s.ManifestRead(t.Context(), kind)
+	if err != nil {
+		t.Fatalf("ManifestRead(%q): %v", kind, err)
+	}
+	return d, w
+}
+
+func putManifest(t *testing.T, s store.Store, p store.ManifestParams) {
+	t.Helper()
+	if err := s.ManifestPut(t.Context(), p); err != nil {
+		t.Fatalf("ManifestPut(%s): %v", p.WorkerID, err)
+	}
+}
+
+// declaredBy renders a declaration's identity and workers for comparison.
+func declaredBy(ds []store.DeclarationRecord) []string {
+	var out []string
+	for _, d := range ds {
+		s := d.Kind + "/" + d.Name + "/" + d.Checksum + ":"
+		for _, w := range d.Workers {
+			s += " " + w.WorkerID
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+var manifestTests = []test{
+	{"a manifest is kept with who declared what and when", func(t *testing.T, s store.Store) {
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-b", Queues: []string{"q2"}, Now: at(time.Second),
+			Declared: []store.Declared{declared("job", "j1", "c2", `{"queue":"q2"}`)}})
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-a", Queues: []string{"q1", "q2"}, Now: at(2 * time.Second),
+			Declared: []store.Declared{declared("job", "j1", "c1", `{"queue":"q1"}`), declared("schedule", "nightly", "c3", `{"cron":"0 3 * * *"}`)}})
+		all, workers := readManifest(t, s, "")
+		want := []string{"job/j1/c1: w-a", "job/j1/c2: w-b", "schedule/nightly/c3: w-a"}
+		if got := declaredBy(all); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("declarations %q, want %q", got, want)
+		}
+		if string(all[0].Data) != `{"queue":"q1"}` || !all[0].FirstSeen.Equal(at(2*time.Second)) || !all[0].LastSeen.Equal(at(2*time.Second)) ||
+			!all[0].Workers[0].LastSeen.Equal(at(2*time.Second)) {
+			t.Fatalf("j1/c1 = %+v", all[0])
+		}
+		if len(workers) != 2 || workers[0].ID != "w-a" || fmt.Sprint(workers[0].Queues) != "[q1 q2]" ||
+			!workers[0].LastSeen.Equal(at(2*time.Second)) || workers[1].ID != "w-b" {
+			t.Fatalf("workers %+v", workers)
+		}
+		jobsOnly, _ := readManifest(t, s, "job")
+		if len(jobsOnly) != 2 {
+			t.Fatalf("kind job: %q", declaredBy(jobsOnly))
+		}
+	}},
+	{"a later manifest replaces the worker's, and what it dropped is kept without it", func(t *testing.T, s store.Store) {
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-a", Queues: []string{"q1"}, Now: at(time.Second),
+			Declared: []store.Declared{declared("job", "j1", "c1", `{}`), declared("job", "j2", "c1", `{}`)}})
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-b", Queues: []string{"q1"}, Now: at(time.Second),
+			Declared: []store.Declared{declared("job", "j2", "c1", `{}`)}})
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-a", Queues: []string{"q3"}, Now: at(time.Minute),
+			Declared: []store.Declared{declared("job", "j1", "c1", `{}`)}})
+		all, workers := readManifest(t, s, "job")
+		if got := fmt.Sprint(declaredBy(all)); got != "[job/j1/c1: w-a job/j2/c1: w-b]" {
+			t.Fatalf("declarations %s", got)
+		}
+		if !all[0].FirstSeen.Equal(at(time.Second)) || !all[0].LastSeen.Equal(at(time.Minute)) || !all[1].LastSeen.Equal(at(time.Second)) {
+			t.Fatalf("sightings %+v", all)
+		}
+		if fmt.Sprint(workers[0].Queues) != "[q3]" || !workers[0].LastSeen.Equal(at(time.Minute)) {
+			t.Fatalf("worker %+v", workers[0])
+		}
+		// At the same instant too: the manifest, not the clock, says what the worker holds.
+		putManifest(t, s, store.ManifestParams{WorkerID: "w-a", Queues: []string{"q3"}, Now: at(time.Minute)})
+		all, _ = readManifest(t, s, "")
+		if got := fmt.Sprint(declaredBy(all)); got != "[job/j1/c1: job/j2/c1: w-b]" {
+			t.Fatalf("after an empty manifest: %s", got)
+		}
+	}},
+	{"an empty store has no manifest", func(t *testing.T, s store.Store) {
+		all, workers := readManifest(t, s, "")
+		if len(all) != 0 || len(workers) != 0 {
+			t.Fatalf("%v %v", all, workers)
+		}
 	}},
 }
