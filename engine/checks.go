@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -130,4 +132,39 @@ func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
 		}
 	}
 	return nil
+}
+
+// stopExhausted is the stop reason of a run whose attempts ran out.
+const stopExhausted = "attempts-exhausted"
+
+// exhaust turns a failure the worker would retry into the run's last one when the job's declared
+// attempts are spent: a worker whose retry policy drifted from its declaration (or that lies)
+// cannot retry a run forever. It reports whether it changed a command.
+func (e *Engine) exhaust(ctx context.Context, job string, cmds []frontend.Command) bool {
+	changed := false
+	for i := range cmds {
+		c := &cmds[i]
+		if c.Kind != frontend.CmdFail || c.Stop != "" || job == "" {
+			continue
+		}
+		f, err := e.fleetView(ctx, false)
+		if err != nil {
+			continue
+		}
+		if n := f.attempts(job); n > 0 && c.Attempt >= n {
+			c.Stop, c.RetryAt = stopExhausted, time.Time{}
+			c.Error = fmt.Sprintf("%s (attempt %d of %d: attempts exhausted)", c.Error, c.Attempt, n)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// lastError is a failed attempt's error with its code, as the run's last error.
+func lastError(c frontend.Command) string {
+	msg := "attempts exhausted; last error: "
+	if c.Code != "" && !strings.HasPrefix(c.Error, c.Code) {
+		msg += c.Code + ": "
+	}
+	return msg + c.Error
 }

@@ -24,6 +24,7 @@ type ledger struct {
 	seq     int64
 	names   map[string]int64 // durable-call name → the seq that recorded it
 	attempt int
+	job     string // from RunStarted
 }
 
 func newLedger() *ledger { return &ledger{names: map[string]int64{}, attempt: 1} }
@@ -37,6 +38,12 @@ func (l *ledger) fold(events []history.Event) error {
 		}
 		l.seq = ev.Seq
 		switch ev.Kind {
+		case history.KindRunStarted:
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			l.job = p.(history.RunStarted).Job
 		case history.KindStepCompleted, history.KindTimerStarted, history.KindEventWaitStarted:
 			l.names[ev.Name] = ev.Seq
 		case history.KindAttemptFailed:

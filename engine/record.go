@@ -63,7 +63,15 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	l, err := e.ledgerAt(ctx, req.RunID, req.AfterSeq)
 	if err == nil {
 		err = checkLedger(req.RunID, l, req.Commands)
+		job := l.job
 		l.mu.Unlock()
+		if err == nil && e.exhaust(ctx, job, req.Commands) {
+			// The engine, not the worker, holds the attempt ceiling: rebuild what the record means.
+			if m, err = e.mutation(req, now); err == nil {
+				m.AfterSeq = req.AfterSeq
+				r.m = m
+			}
+		}
 	}
 	if err != nil {
 		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
@@ -158,7 +166,14 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 				Error: c.Error, Step: c.Step, Stop: c.Stop, RetryAt: c.RetryAt}))
 			m.ErrorCode, m.Error, m.StopReason = c.Code, c.Error, c.Stop
 			if c.Stop != "" {
-				m.Events = append(m.Events, history.New(now, history.RunFailed{Attempt: c.Attempt, Code: c.Code, Error: c.Error, Stop: c.Stop}))
+				code, msg := c.Code, c.Error
+				if c.Stop == stopExhausted {
+					// The run's verdict is X_JOB_MAX_ATTEMPTS; the attempt's own failure (kept
+					// as is in AttemptFailed) is its last error.
+					code, msg = string(jobs.CodeJobMaxAttempts), lastError(c)
+					m.ErrorCode, m.Error = code, msg
+				}
+				m.Events = append(m.Events, history.New(now, history.RunFailed{Attempt: c.Attempt, Code: code, Error: msg, Stop: c.Stop}))
 				m.State = store.StateFailed
 			} else {
 				m.State, m.Attempt = store.StateDelayed, c.Attempt+1
