@@ -101,6 +101,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	if err := checkEnqueueScope(r, req.Tenant, req.NoTenant); err != nil {
+		return err
+	}
 	res, err := s.eng.Enqueue(r.Context(), req)
 	if err != nil {
 		return err

@@ -559,6 +559,7 @@ func TestPollClaimedAfterTheClientLeftIsHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequestWithContext(reqCtx, http.MethodPost, "http://127.0.0.1/v1/worker/poll", bytes.NewReader(body))
+	req.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
 	req.Header.Set("Content-Type", api.ContentMsgpack)
 	srv.ServeHTTP(httptest.NewRecorder(), req)
 	run, err := env.Engine.GetRun(ctx, res.RunID)
@@ -655,7 +656,9 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/metrics", nil))
+	metricsReq := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/metrics", nil)
+	metricsReq.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
+	srv.ServeHTTP(rec, metricsReq)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "queue_stats_up 0") {
 		t.Fatalf("metrics over a store that is down = %d, want 200 with queue_stats_up 0:\n%s", rec.Code, rec.Body)
 	}
@@ -751,6 +754,7 @@ func TestLongPollEndsWhenTheClientLeaves(t *testing.T) {
 	}
 	ctx, hangUp := context.WithCancel(context.Background())
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/v1/worker/poll", bytes.NewReader(body))
+	req.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
 	req.Header.Set("Content-Type", api.ContentMsgpack)
 	done := make(chan struct{})
 	go func() {

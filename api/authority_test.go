@@ -48,9 +48,10 @@ func unchanged(t *testing.T, b *bundle, task frontend.Task, worker string) {
 // worker claimed, and its attempts write nothing.
 func TestSecondWorkerCannotTouchAnothersClaim(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{Token: "fleet"})
+	b := setup(t, api.Config{Token: "admin", Credentials: []api.Credential{
+		{Token: "worker-a-tok", Role: api.RoleWorker}, {Token: "worker-b-tok", Role: api.RoleWorker}}})
 	ctx := context.Background()
-	first, err := api.NewClient(b.url, "fleet")
+	first, err := api.NewClient(b.url, "worker-a-tok")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +62,16 @@ func TestSecondWorkerCannotTouchAnothersClaim(t *testing.T) {
 	}
 
 	// The admin API shows the run, its fence and its worker, and never the token.
-	st, _, body := b.call(t, http.MethodGet, "/v1/runs/"+task.RunID, "", "fleet", nil)
+	st, _, body := b.call(t, http.MethodGet, "/v1/runs/"+task.RunID, "", "admin", nil)
 	if st != http.StatusOK || strings.Contains(string(body), task.LeaseToken) {
 		t.Fatalf("GET run = %d %s (token %s)", st, body, task.LeaseToken)
 	}
 
-	second := b.client // the same credential, a different worker
+	second, err := api.NewClient(b.url, "worker-b-tok") // a valid worker credential of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
 	complete := []frontend.Command{{Kind: frontend.CmdComplete, Output: []byte{0xc0}}}
 	release := []frontend.Command{{Kind: frontend.CmdRelease}}
 	forged := []frontend.RecordRequest{

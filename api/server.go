@@ -18,7 +18,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +47,13 @@ type Config struct {
 	Engine *engine.Engine
 	// Addr is the address Start listens on. Defaults to DefaultAddr (127.0.0.1:7233).
 	Addr string
+	// Credentials are bearer tokens with a role (worker, operator, viewer, admin) and optionally
+	// a tenant (see Credential). With neither Token nor Credentials, the server answers loopback
+	// clients only, and Start refuses a non-loopback address unless AllowUnauthenticated.
+	Credentials []Credential
+	// AllowUnauthenticated lets a server without credentials listen on (and answer) addresses
+	// beyond loopback. Defaults to false.
+	AllowUnauthenticated bool
 	// Token, when set, must be presented as "Authorization: Bearer <token>" on every request but
 	// /healthz and /readyz. Defaults to "": no authentication, which is only safe on loopback.
 	Token string
@@ -85,7 +91,8 @@ type Server struct {
 	eng     *engine.Engine
 	log     *slog.Logger
 	handler http.Handler
-	token   [sha256.Size]byte
+	// creds are the credentials by the digest of their token (auth.go); empty: no tokens.
+	creds map[[sha256.Size]byte]Credential
 
 	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
 	drainCtx context.Context
@@ -142,10 +149,9 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger}
-	if cfg.Token != "" {
-		// Compared as digests: equal lengths, so the comparison's time says nothing about the
-		// token's length either.
-		s.token = sha256.Sum256([]byte(cfg.Token))
+	var err error
+	if s.creds, err = credentials(cfg); err != nil {
+		return nil, err
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
@@ -204,6 +210,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.http != nil {
 		return nil
 	}
+	if len(s.creds) == 0 && !loopbackAddr(s.cfg.Addr) && !s.cfg.AllowUnauthenticated {
+		return jobs.Errorf(jobs.CodeUnauthorized, "api: %s is reachable beyond this machine and no token is set: set --token (or role tokens), or allow it explicitly (--allow-unauthenticated)", s.cfg.Addr)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
@@ -228,7 +237,11 @@ func (s *Server) Start(ctx context.Context) error {
 			s.log.Error("jobs.api.serve-failed", "err", err)
 		}
 	}()
-	s.log.Info("jobs.api.listening", "addr", ln.Addr().String(), "auth", s.cfg.Token != "")
+	s.log.Info("jobs.api.listening", "addr", ln.Addr().String(), "auth", len(s.creds) > 0)
+	if len(s.creds) == 0 && !s.cfg.AllowUnauthenticated {
+		s.log.Warn("jobs.api.unauthenticated", "addr", ln.Addr().String(),
+			"hint", "no token is set: the API answers requests from this machine (loopback) only")
+	}
 	return nil
 }
 
@@ -329,18 +342,29 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "cross-site requests are refused (Origin %s)", origin))
 			return
 		}
-		if s.cfg.Token == "" {
+		if len(s.creds) == 0 {
 			if !byAddress(r.Host) {
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
 					"this engine has no token, so it serves requests by IP address or localhost only, not by the name %q: set --token / JOBS_TOKEN", r.Host))
 				return
 			}
+			if !s.cfg.AllowUnauthenticated && !loopbackRemote(r) {
+				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
+					"this engine has no token, so it serves this machine (loopback) only: set --token / JOBS_TOKEN"))
+				return
+			}
 		} else {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			sum := sha256.Sum256([]byte(got))
-			if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+			cred, found := s.creds[sha256.Sum256([]byte(got))]
+			if !ok || got == "" || !found {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="jobs"`)
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "a valid bearer token is required"))
+				return
+			}
+			r = withCredential(r, cred)
+			var err error
+			if r, err = s.authorize(r, cred); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 		}
