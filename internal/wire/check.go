@@ -40,24 +40,30 @@ func walk(b []byte, values bool) error {
 	if len(b) == 0 {
 		return bad(0, "empty")
 	}
-	// open holds the items still to read in each open container; the bottom one is the single
-	// top-level value.
-	open := []uint64{1}
+	// open holds the items still to read in each open container (and whether it is a map, whose
+	// items alternate key and value); the bottom one is the single top-level value.
+	type level struct {
+		left  uint64
+		isMap bool
+	}
+	open := []level{{left: 1}}
 	pos := 0
 	for len(open) > 0 {
 		top := len(open) - 1
-		if open[top] == 0 {
+		if open[top].left == 0 {
 			open = open[:top]
 			continue
 		}
-		open[top]--
+		isKey := open[top].isMap && open[top].left%2 == 0
+		open[top].left--
 		if pos >= len(b) {
 			return bad(pos, "truncated")
 		}
 		c := b[pos]
 		pos++
 		var skip, items uint64
-		container, str := false, false
+		container, str, isMap := false, false, false
+		extType := -1 // the byte offset of an ext's type, when the value is an ext
 		// size reads an n-byte big-endian length.
 		size := func(n int) (uint64, bool) {
 			if len(b)-pos < n {
@@ -80,7 +86,7 @@ func walk(b []byte, values bool) error {
 		case c <= 0x7f, c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3:
 			// fixints, nil, booleans: the byte is the value
 		case c >= 0x80 && c <= 0x8f:
-			items, container = 2*uint64(c&0x0f), true
+			items, container, isMap = 2*uint64(c&0x0f), true, true
 		case c >= 0x90 && c <= 0x9f:
 			items, container = uint64(c&0x0f), true
 		case c >= 0xa0 && c <= 0xbf:
@@ -105,12 +111,15 @@ func walk(b []byte, values bool) error {
 		case c == 0xc7: // ext8: length, type, data
 			skip, ok = size(1)
 			skip++
+			extType = pos
 		case c == 0xc8:
 			skip, ok = size(2)
 			skip++
+			extType = pos
 		case c == 0xc9:
 			skip, ok = size(4)
 			skip++
+			extType = pos
 		case c == 0xca: // float32
 			skip = 4
 			if values && len(b)-pos >= 4 {
@@ -137,6 +146,7 @@ func walk(b []byte, values bool) error {
 			skip = 2
 		case c >= 0xd4 && c <= 0xd8: // fixext 1, 2, 4, 8, 16: type byte + data
 			skip = 1 + 1<<(c-0xd4)
+			extType = pos
 		case c == 0xdc:
 			items, ok = size(2)
 			container = true
@@ -146,11 +156,24 @@ func walk(b []byte, values bool) error {
 		case c == 0xde:
 			items, ok = size(2)
 			items *= 2
-			container = true
+			container, isMap = true, true
 		case c == 0xdf:
 			items, ok = size(4)
 			items *= 2
-			container = true
+			container, isMap = true, true
+		}
+		if values && isKey && !str {
+			// A JSON object's keys are strings; a map keyed otherwise has no JSON form.
+			return bad(pos-1, "a map key that is not a string")
+		}
+		if values && extType >= 0 && ok {
+			// The one extension every surface reads is the timestamp (type -1).
+			if extType >= len(b) || b[extType] != 0xff {
+				return bad(pos-1, "an extension type other than the timestamp")
+			}
+			if n := skip - 1; n != 4 && n != 8 && n != 12 {
+				return bad(pos-1, "a timestamp of a length msgpack does not define")
+			}
 		}
 		if !ok {
 			return bad(pos, "truncated length")
@@ -165,7 +188,7 @@ func walk(b []byte, values bool) error {
 			case len(open) >= MaxDepth:
 				return bad(pos, "nested too deep")
 			}
-			open = append(open, items)
+			open = append(open, level{left: items, isMap: isMap})
 			continue
 		}
 		if skip > left {
