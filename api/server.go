@@ -1,12 +1,13 @@
 // Package api is the engine's HTTP face and its Go client.
 //
-// The server (NewServer) has three parts behind one bearer token:
+// The server (NewServer) has three parts behind bearer tokens with roles (worker, operator,
+// viewer, admin; optionally scoped to a tenant, see Credential):
 //
 //   - the worker protocol, msgpack bodies (Content-Type application/msgpack) carrying the
 //     frontend types: POST /v1/worker/poll (a long-poll), /v1/worker/record,
-//     /v1/worker/heartbeat and /v1/worker/history;
-//   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters
-//     and the code registry, under /v1/;
+//     /v1/worker/heartbeat, /v1/worker/history and /v1/worker/manifest;
+//   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters,
+//     the fleet's manifest and the code registry, under /v1/;
 //   - /metrics (Prometheus), /healthz (the process is up) and /readyz (the store answers).
 //
 // Every refusal carries a stable X_ code: {"error":{"code","message"}} in JSON, {code, message}
