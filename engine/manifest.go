@@ -147,8 +147,10 @@ func (e *Engine) fleetView(ctx context.Context, miss bool) (*fleet, error) {
 	st := &e.fleetState
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	now := e.clock.Now()
-	if f := st.cur; f != nil && now.Sub(f.loaded) < fleetMaxAge && now.Sub(f.loaded) >= 0 {
+	// The copy ages on the wall clock, not the engine's: it is a cache of the store, and a fake
+	// clock that stands still must not keep another process's manifests from ever being read.
+	now := time.Now()
+	if f := st.cur; f != nil && now.Sub(f.loaded) < fleetMaxAge {
 		if !miss || now.Sub(st.lastMiss) < fleetMissEvery {
 			return f, nil
 		}

@@ -21,3 +21,10 @@ const (
 	WHERE ? = '' OR kind = ? ORDER BY worker_id`
 	sqlManifestWorkersRead = `SELECT worker_id, queues, last_seen FROM manifest_workers ORDER BY worker_id`
 )
+
+// The write statements above are prepared with the others when the store opens (writeStatements
+// in sql.go); they are added from here so the list of this file's statements stays beside them.
+func init() {
+	writeStatements = append(writeStatements, sqlKeyInsert, sqlKeyGet,
+		sqlManifestWorkerUpsert, sqlDeclUpsert, sqlDeclWorkersClear, sqlDeclWorkerInsert)
+}
