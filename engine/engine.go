@@ -87,9 +87,12 @@ type Engine struct {
 	// the run's own job without reading the run (slots.go).
 	claimed *lru.Cache[string, string]
 
-	// keyMu guards key, the lease-token secret (lease.go), read from the store once.
-	keyMu sync.Mutex
-	key   []byte
+	// keyMu guards key, the lease-token secret (lease.go), read from the store once. hmacs
+	// pools HMACs keyed with it; verified remembers the claims whose token was checked.
+	keyMu    sync.Mutex
+	key      []byte
+	hmacs    sync.Pool
+	verified *lru.Cache[string, verifiedClaim]
 
 	mu      sync.Mutex
 	started bool
@@ -133,6 +136,7 @@ func New(cfg Config) (*Engine, error) {
 	e.cfg.ManifestResend = cfg.ManifestResend
 	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
 	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
+	e.verified, _ = lru.New[string, verifiedClaim](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"strconv"
 
 	"github.com/ultimat3/jobs"
@@ -46,11 +47,29 @@ func (e *Engine) leaseKey(ctx context.Context) ([]byte, error) {
 
 func signLease(key []byte, runID string, fence int64, workerID string) string {
 	m := hmac.New(sha256.New, key)
+	return sign(m, runID, fence, workerID)
+}
+
+// sign writes the claim into a keyed (and reset) HMAC and returns the token.
+func sign(m hash.Hash, runID string, fence int64, workerID string) string {
 	// Length-prefixed fields: no two (run, fence, worker) triples share an input.
+	buf := make([]byte, 0, 64+len(runID)+len(workerID))
 	for _, f := range []string{runID, strconv.FormatInt(fence, 10), workerID} {
-		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
+		buf = strconv.AppendInt(buf, int64(len(f)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, f...)
 	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	m.Write(buf)
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(m.Sum(sum[:0]))
+}
+
+// verifiedClaim is a claim whose token was checked, remembered so the claim's next records cost
+// no HMAC: a step's record is the engine's hottest path.
+type verifiedClaim struct {
+	fence  int64
+	worker string
+	token  string
 }
 
 // checkLease refuses a write or renewal whose token was not issued for this run, fence and
@@ -59,13 +78,23 @@ func (e *Engine) checkLease(ctx context.Context, runID string, fence int64, work
 	if token == "" {
 		return jobs.Errorf(jobs.CodeLeaseInvalid, "run %s: the request carries no lease token", runID)
 	}
+	if v, ok := e.verified.Get(runID); ok && v == (verifiedClaim{fence, workerID, token}) {
+		return nil
+	}
 	k, err := e.leaseKey(ctx)
 	if err != nil {
 		return err
 	}
-	want := signLease(k, runID, fence, workerID)
+	m, _ := e.hmacs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, k)
+	}
+	m.Reset()
+	want := sign(m, runID, fence, workerID)
+	e.hmacs.Put(m)
 	if !hmac.Equal([]byte(want), []byte(token)) {
 		return jobs.Errorf(jobs.CodeLeaseInvalid, "run %s: the lease token was not issued for fence %d to worker %q", runID, fence, workerID)
 	}
+	e.verified.Add(runID, verifiedClaim{fence, workerID, token})
 	return nil
 }
