@@ -140,3 +140,14 @@ func (e *Engine) claimVerdict(ctx context.Context, req frontend.RecordRequest, r
 	}
 	return refusal
 }
+
+// seedLedger gives a fresh run (its history is RunStarted alone) its ledger at claim time, from
+// the row: its first record then reads no history, as the worker reads none either.
+func (e *Engine) seedLedger(r store.Run) {
+	if r.LastSeq != 1 {
+		return
+	}
+	l := newLedger()
+	l.seq, l.job = 1, r.Job
+	e.ledgers.PeekOrAdd(r.ID, l)
+}
