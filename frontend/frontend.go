@@ -36,9 +36,9 @@ type PollRequest struct {
 	Queues   []string      `msgpack:"queues"`
 	Max      int           `msgpack:"max"`
 	Wait     time.Duration `msgpack:"wait"`
-	// Limits maps a job name to its fleet-wide concurrency cap. A claimed run of a capped job
-	// takes a slot row; when all are held, the claim is handed straight back without spending
-	// an attempt.
+	// Limits maps a job name to its fleet-wide concurrency cap. The engine ignores it: the caps
+	// it enforces are the ones the workers' manifests declare (a poll cannot raise, lower or
+	// drop a cap). Kept so older workers' polls still decode.
 	Limits map[string]int `msgpack:"limits,omitempty"`
 }
 
