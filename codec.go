@@ -3,6 +3,10 @@ package jobs
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -43,6 +47,9 @@ func FromJSON(doc []byte) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return Encode(nil)
 	}
+	if err := ValidJSONText(doc); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
@@ -52,7 +59,11 @@ func FromJSON(doc []byte) ([]byte, error) {
 	if dec.More() {
 		return nil, Errorf(CodeBadRequest, "invalid JSON: trailing data")
 	}
-	return Encode(numbers(v))
+	v, err := numbers(v)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(v)
 }
 
 // ToJSON renders stored msgpack as JSON, for people and the admin API.
@@ -71,22 +82,82 @@ func ToJSON(data []byte) (json.RawMessage, error) {
 	return out, nil
 }
 
-func numbers(v any) any {
+// numbers turns JSON numbers into the integers or floats msgpack stores. A number no int64,
+// uint64 or finite float64 holds (1e400, a 30-digit integer) is refused rather than stored as an
+// infinity or rounded: an infinity would make the run's history unreadable as JSON, and a
+// rounded id is a different id.
+func numbers(v any) (any, error) {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
-			return i
+			return i, nil
 		}
-		f, _ := x.Float64()
-		return f
+		if !strings.ContainsAny(x.String(), ".eE") {
+			if u, err := strconv.ParseUint(x.String(), 10, 64); err == nil {
+				return u, nil
+			}
+			return nil, Errorf(CodeBadRequest, "invalid JSON: the integer %s is out of range", x)
+		}
+		f, err := x.Float64()
+		if err != nil || math.IsInf(f, 0) {
+			return nil, Errorf(CodeBadRequest, "invalid JSON: the number %s is out of range", x)
+		}
+		return f, nil
 	case map[string]any:
 		for k, e := range x {
-			x[k] = numbers(e)
+			n, err := numbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = n
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = numbers(e)
+			n, err := numbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = n
 		}
 	}
-	return v
+	return v, nil
+}
+
+// ValidJSONText refuses JSON text that encoding/json would silently alter: bytes that are not
+// UTF-8, and \u escapes of lone surrogates, both of which it decodes as U+FFFD. The msgpack path
+// refuses the same values, so a caller gets the same answer whichever encoding it sends.
+func ValidJSONText(doc []byte) error {
+	if !utf8.Valid(doc) {
+		return Errorf(CodeBadRequest, "invalid JSON: the text is not valid UTF-8")
+	}
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(doc) || doc[i] != '\\' || doc[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(doc[i+2:i+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // another escape (\\, \", …): skip its second byte
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := hex4(i + 6)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return Errorf(CodeBadRequest, "invalid JSON: a \\u escape of a lone surrogate at byte %d", i)
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return Errorf(CodeBadRequest, "invalid JSON: a \\u escape of a lone surrogate at byte %d", i)
+		default:
+			i += 5
+		}
+	}
+	return nil
 }

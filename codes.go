@@ -51,6 +51,15 @@ const (
 	CodeCommitUnknown            Code = "X_COMMIT_UNKNOWN"
 	CodeInvariant                Code = "X_INVARIANT"
 	CodeInternal                 Code = "X_INTERNAL"
+	// The engine as the authority over what workers and callers send.
+	CodeLeaseInvalid     Code = "X_LEASE_INVALID"
+	CodeHistoryStale     Code = "X_HISTORY_STALE"
+	CodeJobUndeclared    Code = "X_JOB_UNDECLARED"
+	CodeQueueUndeclared  Code = "X_QUEUE_UNDECLARED"
+	CodeForbidden        Code = "X_FORBIDDEN"
+	CodeRouteNotFound    Code = "X_ROUTE_NOT_FOUND"
+	CodeMethodNotAllowed Code = "X_METHOD_NOT_ALLOWED"
+	CodeListenFailed     Code = "X_LISTEN_FAILED"
 )
 
 // CodeInfo is one row of the registry.
@@ -92,6 +101,14 @@ var codeTable = []CodeInfo{
 	{CodeCommitUnknown, Retryable, "a commit was sent and its outcome is unknown (the connection was lost)"},
 	{CodeInvariant, Terminal, "an internal invariant does not hold; a bug"},
 	{CodeInternal, Retryable, "an unexpected internal error"},
+	{CodeLeaseInvalid, Terminal, "a worker write or renewal presented no lease token, or one not issued for that run, fence and worker"},
+	{CodeHistoryStale, Terminal, "a worker's record names an after_seq that is not the run's last seq: it was built on a history the engine no longer holds"},
+	{CodeJobUndeclared, Terminal, "no worker has declared a job of that name (or it is not declared on that queue)"},
+	{CodeQueueUndeclared, Terminal, "a worker polled or declared a queue that its manifest does not hold"},
+	{CodeForbidden, Terminal, "the credential is valid but its role or tenant does not allow this request"},
+	{CodeRouteNotFound, Terminal, "no API route has that path"},
+	{CodeMethodNotAllowed, Terminal, "the API route exists but not for that method"},
+	{CodeListenFailed, Terminal, "the server could not listen on its address (in use, or not this machine's)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -339,6 +339,8 @@ func TestStaleFenceIsRefused(t *testing.T) {
 		o := newOnboarding(t)
 		id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
 		ctx := context.Background()
+		testenv.Declare(t, env.Engine, "w1", o.job)
+		testenv.Declare(t, env.Engine, "w2", o.job)
 		first, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{"default"}, Max: 1})
 		if err != nil || len(first) != 1 {
 			t.Fatalf("poll: %v %v", first, err)
@@ -349,11 +351,13 @@ func TestStaleFenceIsRefused(t *testing.T) {
 			t.Fatalf("re-claim: %+v %v", second, err)
 		}
 		step := []frontend.Command{{Kind: frontend.CmdStep, Name: "provision", Output: []byte{0xc0}}}
-		_, err = env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: first[0].Fence, Commands: step, AfterSeq: 1})
+		_, err = env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: first[0].Fence, WorkerID: "w1",
+			LeaseToken: first[0].LeaseToken, Commands: step, AfterSeq: 1})
 		if !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
 			t.Fatalf("stale fence: %v, want X_JOB_LEASE_LOST", err)
 		}
-		if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: second[0].Fence, Commands: step, AfterSeq: 1}); err != nil {
+		if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: id, Fence: second[0].Fence, WorkerID: "w2",
+			LeaseToken: second[0].LeaseToken, Commands: step, AfterSeq: 1}); err != nil {
 			t.Fatalf("current fence: %v", err)
 		}
 	})

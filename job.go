@@ -56,6 +56,9 @@ func Queue(name string) Option {
 		if name == "" {
 			return Errorf(CodeJobDefinition, "queue name is empty")
 		}
+		if err := ValidIdentifier("queue name", name); err != nil {
+			return Errorf(CodeJobDefinition, "%s", err.(*Error).Message)
+		}
 		c.Queue = name
 		return nil
 	}
@@ -152,6 +155,11 @@ func Define[In, Out any](name string, key func(In) string, tenant Tenant[In], bo
 	if name == "" {
 		return nil, Errorf(CodeJobDefinition, "job name is empty")
 	}
+	// Refused here, at start-up, rather than by the store at the first enqueue, or never: a
+	// worker would otherwise poll for a name nothing can enqueue.
+	if err := ValidIdentifier("job name", name); err != nil {
+		return nil, Errorf(CodeJobDefinition, "%s", err.(*Error).Message)
+	}
 	if key == nil {
 		return nil, Errorf(CodeJobIdempotencyRequired, "job %q has no idempotency key function", name)
 	}
@@ -162,7 +170,10 @@ func Define[In, Out any](name string, key func(In) string, tenant Tenant[In], bo
 		return nil, Errorf(CodeJobDefinition, "job %q has no body", name)
 	}
 	cfg := Config{Queue: DefaultQueue, Retry: DefaultRetryPolicy, EventPoll: DefaultEventPoll}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, Errorf(CodeJobDefinition, "job %q: option %d is nil", name, i)
+		}
 		if err := o(&cfg); err != nil {
 			var e *Error
 			if ok := asError(err, &e); ok {
@@ -316,6 +327,8 @@ type Enqueuer interface {
 type Registry struct {
 	mu   sync.RWMutex
 	defs map[string]Definition
+	// extra holds the free-standing declarations of Declare (manifest.go), by kind and name.
+	extra map[[2]string]Declaration
 }
 
 // NewRegistry returns a registry holding defs; a name registered twice is refused.

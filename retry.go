@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -69,6 +70,9 @@ func (p RetryPolicy) DelayAfter(attempt int) time.Duration {
 	d := p.Delay
 	if p.Backoff == Exponential {
 		for i := 1; i < attempt; i++ {
+			if d > math.MaxInt64/2 {
+				break // doubling would overflow into a negative wait
+			}
 			d *= 2
 			if p.MaxDelay > 0 && d >= p.MaxDelay || d > 365*24*time.Hour {
 				break
@@ -81,13 +85,18 @@ func (p RetryPolicy) DelayAfter(attempt int) time.Duration {
 	return d
 }
 
-// Schedule returns the waits between attempts: Attempts-1 of them.
+// maxSchedule bounds what Schedule lists: a policy of math.MaxInt attempts is legal, and
+// listing its waits is not.
+const maxSchedule = 1000
+
+// Schedule returns the waits between attempts: Attempts-1 of them, at most the first 1000.
 //
 //	RetryPolicy{Attempts: 5, Backoff: Exponential, Delay: time.Second}.Schedule()
 //	// [1s 2s 4s 8s]
 func (p RetryPolicy) Schedule() []time.Duration {
-	out := make([]time.Duration, 0, max(p.Attempts-1, 0))
-	for a := 1; a < p.Attempts; a++ {
+	n := min(max(p.Attempts-1, 0), maxSchedule)
+	out := make([]time.Duration, 0, n)
+	for a := 1; a <= n; a++ {
 		out = append(out, p.DelayAfter(a))
 	}
 	return out
@@ -97,8 +106,14 @@ func (p RetryPolicy) Schedule() []time.Duration {
 // "5 attempts, exponential, 1s → 1s, 2s, 4s, 8s".
 func (p RetryPolicy) String() string {
 	q := p.withDefaults()
-	parts := make([]string, 0, p.Attempts)
-	for _, d := range p.Schedule() {
+	const shown = 12 // a longer schedule is its start and an ellipsis
+	sched := p.Schedule()
+	parts := make([]string, 0, min(len(sched), shown)+1)
+	for i, d := range sched {
+		if i == shown {
+			parts = append(parts, "…")
+			break
+		}
 		parts = append(parts, d.String())
 	}
 	s := fmt.Sprintf("%d attempts, %s, %s", p.Attempts, q.Backoff, q.Delay)

@@ -11,6 +11,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		if len(req.Input) > 0 {
 			// The input is stored and later decoded by a worker: refuse a malformed one here,
 			// where the caller can still be told.
-			if err := checkMsgpack(req.Input); err != nil {
+			if err := wire.Value(req.Input); err != nil {
 				return err
 			}
 		}
@@ -100,6 +101,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	if err := checkEnqueueScope(r, req.Tenant, req.NoTenant); err != nil {
+		return err
+	}
 	res, err := s.eng.Enqueue(r.Context(), req)
 	if err != nil {
 		return err
@@ -123,7 +127,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	var payload []byte
 	if isMsgpack(r) {
-		if err := checkMsgpack(b); err != nil {
+		if err := wire.Value(b); err != nil {
 			return err
 		}
 		payload = b

@@ -47,11 +47,17 @@ func setup(t *testing.T, cfg api.Config, opts ...api.ClientOption) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveBundle(t, env, srv, cfg.Token, opts...)
+}
+
+// serveBundle serves srv with httptest and returns it with a client holding token.
+func serveBundle(t *testing.T, env *testenv.Env, srv *api.Server, token string, opts ...api.ClientOption) *bundle {
+	t.Helper()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	// Cleanups run last-registered first: long-polls end before httptest waits for them.
 	t.Cleanup(srv.Drain)
-	c, err := api.NewClient(ts.URL, cfg.Token, opts...)
+	c, err := api.NewClient(ts.URL, token, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +215,7 @@ func TestRefusalsKeepTheirCodes(t *testing.T) {
 		{"enqueue without a tenant", jobs.CodeJobTenantRequired,
 			func() error { _, err := eng.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Key: "k"}); return err },
 			func() error { _, err := b.client.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Key: "k"}); return err }},
-		{"record under a stale fence", jobs.CodeJobLeaseLost,
+		{"record without the claim's lease token", jobs.CodeLeaseInvalid,
 			func() error { _, err := eng.Record(ctx, staleRecord(ready.RunID)); return err },
 			func() error { _, err := b.client.Record(ctx, staleRecord(ready.RunID)); return err }},
 		{"history of an unknown run", jobs.CodeRunNotFound,
@@ -362,7 +368,7 @@ func TestAdminAPI(t *testing.T) {
 	})
 
 	t.Run("routes", func(t *testing.T) {
-		if st, out := get("/v1/nothing"); st != http.StatusNotFound && st != http.StatusBadRequest || jsonCode(t, out) != jobs.CodeBadRequest {
+		if st, out := get("/v1/nothing"); st != http.StatusNotFound || jsonCode(t, out) != jobs.CodeRouteNotFound {
 			t.Fatalf("unknown route = %d %s", st, out)
 		}
 	})
@@ -481,6 +487,7 @@ func TestLongPoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{MaxPollWait: 300 * time.Millisecond})
 	ctx := context.Background()
+	testenv.Declare(t, b.client, "w", testenv.Untyped("j", "q"))
 	poll := func(ctx context.Context, wait time.Duration) ([]frontend.Task, time.Duration, error) {
 		start := time.Now()
 		tasks, err := b.client.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 5, Wait: wait})
@@ -546,11 +553,13 @@ func TestPollClaimedAfterTheClientLeftIsHandedBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, env.Engine, "w", testenv.Untyped("j", "q"))
 	body, err := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequestWithContext(reqCtx, http.MethodPost, "http://127.0.0.1/v1/worker/poll", bytes.NewReader(body))
+	req.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
 	req.Header.Set("Content-Type", api.ContentMsgpack)
 	srv.ServeHTTP(httptest.NewRecorder(), req)
 	run, err := env.Engine.GetRun(ctx, res.RunID)
@@ -647,7 +656,9 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/metrics", nil))
+	metricsReq := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/metrics", nil)
+	metricsReq.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
+	srv.ServeHTTP(rec, metricsReq)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "queue_stats_up 0") {
 		t.Fatalf("metrics over a store that is down = %d, want 200 with queue_stats_up 0:\n%s", rec.Code, rec.Body)
 	}
@@ -736,12 +747,14 @@ func TestBrowserRequestsAreRefused(t *testing.T) {
 func TestLongPollEndsWhenTheClientLeaves(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
+	testenv.Declare(t, b.client, "w", testenv.Untyped("j", "q"))
 	body, err := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, hangUp := context.WithCancel(context.Background())
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/v1/worker/poll", bytes.NewReader(body))
+	req.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
 	req.Header.Set("Content-Type", api.ContentMsgpack)
 	done := make(chan struct{})
 	go func() {

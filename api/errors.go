@@ -21,6 +21,14 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobDefinition:          http.StatusBadRequest,
 	jobs.CodeUnauthorized:           http.StatusUnauthorized,
 	jobs.CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	jobs.CodeForbidden:              http.StatusForbidden,
+	jobs.CodeLeaseInvalid:           http.StatusForbidden,
+	jobs.CodeRouteNotFound:          http.StatusNotFound,
+	jobs.CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
+	jobs.CodeJobUndeclared:          http.StatusNotFound,
+	jobs.CodeQueueUndeclared:        http.StatusConflict,
+	jobs.CodeHistoryStale:           http.StatusConflict,
+	jobs.CodeListenFailed:           http.StatusServiceUnavailable,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,
 	jobs.CodeStepNotFound: http.StatusNotFound,
@@ -63,8 +71,10 @@ func StatusOf(c jobs.Code) int {
 // body cut short). It errs towards codes the worker retries.
 func codeOfStatus(status int) jobs.Code {
 	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusUnauthorized:
 		return jobs.CodeUnauthorized
+	case http.StatusForbidden:
+		return jobs.CodeForbidden
 	case http.StatusRequestEntityTooLarge:
 		return jobs.CodePayloadTooLarge
 	case http.StatusTooManyRequests:

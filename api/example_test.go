@@ -19,7 +19,8 @@ import (
 func ExampleNewClient() {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.New(engine.Config{Store: memory.New(), Logger: quiet})
+	// No worker has started yet, so the engine is told to accept jobs none has declared.
+	eng, err := engine.New(engine.Config{Store: memory.New(), Logger: quiet, AllowUndeclared: true})
 	if err != nil {
 		panic(err)
 	}

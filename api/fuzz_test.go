@@ -31,7 +31,7 @@ func fuzzServer(f *testing.F) *Server {
 	return s
 }
 
-var workerPaths = []string{"/v1/worker/poll", "/v1/worker/record", "/v1/worker/heartbeat", "/v1/worker/history"}
+var workerPaths = []string{"/v1/worker/poll", "/v1/worker/record", "/v1/worker/heartbeat", "/v1/worker/history", "/v1/worker/manifest"}
 
 func mustMsgpack(v any) []byte {
 	b, err := msgpack.Marshal(v)
@@ -62,6 +62,17 @@ func FuzzWorkerProtocol(f *testing.F) {
 		{0xdf, 0x7f, 0xff, 0xff, 0xff},
 		bytes.Repeat([]byte{0x91}, 1000),
 		[]byte(`{"worker_id":"w"}`),
+		mustMsgpack(frontend.Manifest{WorkerID: "w", Queues: []string{"q"}, Declarations: []jobs.Declaration{
+			{Kind: "job", Name: "j", Data: []byte(`{"queue":"q","attempts":3}`), Checksum: jobs.Checksum([]byte(`{"queue":"q","attempts":3}`))},
+			{Kind: "schedule", Name: "s", Data: []byte(`{"cron":"* * * * *"}`), Checksum: "forged"},
+			{Kind: "job", Name: "\x00", Data: []byte(`not json`)},
+		}}),
+		mustMsgpack(frontend.Manifest{WorkerID: "w", Queues: []string{"q"}, Declarations: []jobs.Declaration{
+			{Kind: "job", Name: "j", Data: []byte(`{"queue":"","attempts":-1,"concurrency":-5}`), Checksum: jobs.Checksum([]byte(`{"queue":"","attempts":-1,"concurrency":-5}`))},
+		}}),
+		mustMsgpack(frontend.RecordRequest{RunID: "r", Fence: 1, WorkerID: "w", LeaseToken: "forged", AfterSeq: 1,
+			Commands: []frontend.Command{{Kind: frontend.CmdSleep, Name: "s", WakeAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}}),
+		mustMsgpack(frontend.HeartbeatRequest{WorkerID: "w", Leases: []frontend.Lease{{RunID: "r", Fence: 1, Token: "forged", Slot: "job:x", Limit: -1}}}),
 	}
 	for _, b := range seeds {
 		for i := range workerPaths {
@@ -71,6 +82,7 @@ func FuzzWorkerProtocol(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := workerPaths[int(route)%len(workerPaths)]
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1"+path, bytes.NewReader(body))
+		req.RemoteAddr = "127.0.0.1:1" // a loopback client: the server has no token
 		req.Header.Set("Content-Type", ContentMsgpack)
 		rec := httptest.NewRecorder()
 		began := time.Now()

@@ -1,12 +1,13 @@
 // Package api is the engine's HTTP face and its Go client.
 //
-// The server (NewServer) has three parts behind one bearer token:
+// The server (NewServer) has three parts behind bearer tokens with roles (worker, operator,
+// viewer, admin; optionally scoped to a tenant, see Credential):
 //
 //   - the worker protocol, msgpack bodies (Content-Type application/msgpack) carrying the
 //     frontend types: POST /v1/worker/poll (a long-poll), /v1/worker/record,
-//     /v1/worker/heartbeat and /v1/worker/history;
-//   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters
-//     and the code registry, under /v1/;
+//     /v1/worker/heartbeat, /v1/worker/history and /v1/worker/manifest;
+//   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters,
+//     the fleet's manifest and the code registry, under /v1/;
 //   - /metrics (Prometheus), /healthz (the process is up) and /readyz (the store answers).
 //
 // Every refusal carries a stable X_ code: {"error":{"code","message"}} in JSON, {code, message}
@@ -18,7 +19,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +48,13 @@ type Config struct {
 	Engine *engine.Engine
 	// Addr is the address Start listens on. Defaults to DefaultAddr (127.0.0.1:7233).
 	Addr string
+	// Credentials are bearer tokens with a role (worker, operator, viewer, admin) and optionally
+	// a tenant (see Credential). With neither Token nor Credentials, the server answers loopback
+	// clients only, and Start refuses a non-loopback address unless AllowUnauthenticated.
+	Credentials []Credential
+	// AllowUnauthenticated lets a server without credentials listen on (and answer) addresses
+	// beyond loopback. Defaults to false.
+	AllowUnauthenticated bool
 	// Token, when set, must be presented as "Authorization: Bearer <token>" on every request but
 	// /healthz and /readyz. Defaults to "": no authentication, which is only safe on loopback.
 	Token string
@@ -58,6 +65,14 @@ type Config struct {
 	// MaxPollWait caps a worker's long-poll, whatever PollRequest.Wait asks. Defaults to 30s:
 	// under the idle timeouts of common proxies and load balancers.
 	MaxPollWait time.Duration
+	// MaxPollBytes bounds one poll's answer; the tasks past it are handed back at once, without
+	// spending an attempt (the first task is always sent). Defaults to 8 MiB.
+	MaxPollBytes int
+	// BodyTimeout bounds how long a request body may take to arrive. Defaults to 10s.
+	BodyTimeout time.Duration
+	// MaxConns caps the connections served at once (Start); more wait to be accepted. Defaults
+	// to 1024.
+	MaxConns int
 	// ReadyTimeout bounds the store probe of /readyz. Defaults to 2s.
 	ReadyTimeout time.Duration
 	// Registerer receives the queue collector (queue_depth, queue_oldest_ready_seconds,
@@ -77,7 +92,8 @@ type Server struct {
 	eng     *engine.Engine
 	log     *slog.Logger
 	handler http.Handler
-	token   [sha256.Size]byte
+	// creds are the credentials by the digest of their token (auth.go); empty: no tokens.
+	creds map[[sha256.Size]byte]Credential
 
 	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
 	drainCtx context.Context
@@ -109,6 +125,15 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 2 * time.Second
 	}
+	if cfg.MaxPollBytes <= 0 {
+		cfg.MaxPollBytes = defaultPollBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -125,10 +150,9 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger}
-	if cfg.Token != "" {
-		// Compared as digests: equal lengths, so the comparison's time says nothing about the
-		// token's length either.
-		s.token = sha256.Sum256([]byte(cfg.Token))
+	var err error
+	if s.creds, err = credentials(cfg); err != nil {
+		return nil, err
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
@@ -148,6 +172,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/start", s.serve(s.workerStart))
 	mux.Handle("POST /v1/worker/stop", s.serve(s.workerStop))
 	mux.Handle("POST /v1/worker/session", s.serve(s.attend))
+	mux.Handle("POST /v1/worker/manifest", s.serve(s.declareManifest))
 	// The admin API.
 	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
 	mux.Handle("GET /v1/runs", s.serve(s.listRuns))
@@ -156,9 +181,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/runs/{id}/cancel", s.serve(s.cancel))
 	mux.Handle("POST /v1/runs/{id}/retry", s.serve(s.retry))
 	mux.Handle("POST /v1/events/{name}", s.serve(s.publish))
+	mux.Handle("POST /v1/events/{$}", s.serve(s.publish)) // no name: the engine says why not
 	mux.Handle("GET /v1/queues", s.serve(s.queues))
 	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
 	mux.Handle("GET /v1/codes", s.serve(s.codes))
+	mux.Handle("GET /v1/manifest", s.serve(s.manifest))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.
@@ -167,10 +194,14 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("/", s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		return jobs.Errorf(jobs.CodeBadRequest, "no route for %s %s", r.Method, r.URL.Path)
-	}))
-	return s.recover(s.logRequests(s.authenticate(s.limitBody(mux))))
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			s.notFound(mux, w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.recover(s.logRequests(s.authenticate(s.limitBody(routed))))
 }
 
 // ServeHTTP implements http.Handler.
@@ -183,11 +214,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.http != nil {
 		return nil
 	}
+	if len(s.creds) == 0 && !loopbackAddr(s.cfg.Addr) && !s.cfg.AllowUnauthenticated {
+		return jobs.Errorf(jobs.CodeUnauthorized, "api: %s is reachable beyond this machine and no token is set: set --token (or role tokens), or allow it explicitly (--allow-unauthenticated)", s.cfg.Addr)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeBadRequest, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
+		return jobs.Wrap(jobs.CodeListenFailed, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
 	}
+	ln = newLimitListener(ln, s.cfg.MaxConns)
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s,
@@ -206,7 +241,11 @@ func (s *Server) Start(ctx context.Context) error {
 			s.log.Error("jobs.api.serve-failed", "err", err)
 		}
 	}()
-	s.log.Info("jobs.api.listening", "addr", ln.Addr().String(), "auth", s.cfg.Token != "")
+	s.log.Info("jobs.api.listening", "addr", ln.Addr().String(), "auth", len(s.creds) > 0)
+	if len(s.creds) == 0 && !s.cfg.AllowUnauthenticated {
+		s.log.Warn("jobs.api.unauthenticated", "addr", ln.Addr().String(),
+			"hint", "no token is set: the API answers requests from this machine (loopback) only")
+	}
 	return nil
 }
 
@@ -307,18 +346,29 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "cross-site requests are refused (Origin %s)", origin))
 			return
 		}
-		if s.cfg.Token == "" {
+		if len(s.creds) == 0 {
 			if !byAddress(r.Host) {
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
 					"this engine has no token, so it serves requests by IP address or localhost only, not by the name %q: set --token / JOBS_TOKEN", r.Host))
 				return
 			}
+			if !s.cfg.AllowUnauthenticated && !loopbackRemote(r) {
+				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
+					"this engine has no token, so it serves this machine (loopback) only: set --token / JOBS_TOKEN"))
+				return
+			}
 		} else {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			sum := sha256.Sum256([]byte(got))
-			if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+			cred, found := s.creds[sha256.Sum256([]byte(got))]
+			if !ok || got == "" || !found {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="jobs"`)
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "a valid bearer token is required"))
+				return
+			}
+			r = withCredential(r, cred)
+			var err error
+			if r, err = s.authorize(r, cred); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 		}
@@ -349,6 +399,7 @@ func byAddress(host string) bool {
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		s.bodyDeadline(w, r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -85,26 +85,32 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request) error {
 	if tasks == nil {
 		tasks = []frontend.Task{}
 	}
+	tasks, over := budgetTasks(tasks, s.cfg.MaxPollBytes)
+	if len(over) > 0 {
+		// Claimed, but past what one answer may carry: back at once, no attempt spent.
+		s.release(req.WorkerID, over)
+	}
 	if r.Context().Err() != nil && len(tasks) > 0 {
 		// Claimed after the client left: nobody will run them. Hand them back now instead of
 		// letting them sit invisible until their lease lapses.
-		s.release(tasks)
+		s.release(req.WorkerID, tasks)
 		return nil
 	}
 	if err := writeMsgpack(w, PollResponse{Tasks: tasks}); err != nil && len(tasks) > 0 {
 		s.log.Warn("jobs.api.poll-undelivered", "worker", req.WorkerID, "tasks", len(tasks), "err", err)
-		s.release(tasks)
+		s.release(req.WorkerID, tasks)
 	}
 	return nil
 }
 
 // release hands claimed runs back without spending an attempt, under their fences: if the worker
 // did receive them after all, its first write is refused as a stale claim rather than run twice.
-func (s *Server) release(tasks []frontend.Task) {
+func (s *Server) release(workerID string, tasks []frontend.Task) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, t := range tasks {
 		_, err := s.eng.Record(ctx, frontend.RecordRequest{RunID: t.RunID, Fence: t.Fence, AfterSeq: t.LastSeq,
+			WorkerID: workerID, LeaseToken: t.LeaseToken,
 			Commands: []frontend.Command{{Kind: frontend.CmdRelease}}})
 		if err != nil {
 			s.log.Warn("jobs.api.release-failed", "run", t.RunID, "err", err)

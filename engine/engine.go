@@ -13,11 +13,14 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/matching"
 	"github.com/ultimat3/jobs/signals"
 	"github.com/ultimat3/jobs/store"
@@ -55,7 +58,18 @@ type Config struct {
 	// clean stop) the engine waits for it to attend again before releasing what it held.
 	// Defaults to 1s.
 	SessionGrace time.Duration
-	Logger       *slog.Logger
+	// AllowUndeclared accepts an enqueue of a job no worker has declared (or on a queue it is
+	// not declared on), for deployments that enqueue before their workers start. Such a run
+	// shows why it waits (RunView.Waiting). Defaults to false: refused with X_JOB_UNDECLARED.
+	AllowUndeclared bool
+	// ManifestResend is how often workers are asked to resend their manifest; a worker not heard
+	// from for three times this long no longer counts as hosting what it declared. Defaults to
+	// 1m.
+	ManifestResend time.Duration
+	// Ledgers is how many runs' history summaries (step names, attempt) are kept to check
+	// records without reading the history. Defaults to 16384.
+	Ledgers int
+	Logger  *slog.Logger
 }
 
 // Engine is the run lifecycle over a store.
@@ -70,6 +84,20 @@ type Engine struct {
 	commits  chan *commitReq
 	creates  chan *createReq
 	sessions sessions
+	// ledgers caches what each recently recorded run's history says (ledger.go).
+	ledgers *lru.Cache[string, *ledger]
+	// fleetState is the engine's copy of the workers' manifests (manifest.go).
+	fleetState fleetState
+	// claimed remembers the job of each run recently claimed, so a heartbeat renews the slot of
+	// the run's own job without reading the run (slots.go).
+	claimed *lru.Cache[string, string]
+
+	// keyMu guards key, the lease-token secret (lease.go), read from the store once. hmacs
+	// pools HMACs keyed with it; verified remembers the claims whose token was checked.
+	keyMu    sync.Mutex
+	key      []byte
+	hmacs    sync.Pool
+	verified *lru.Cache[string, verifiedClaim]
 
 	mu      sync.Mutex
 	started bool
@@ -107,6 +135,16 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
 		creates: make(chan *createReq, 4096)}
+	if cfg.Ledgers <= 0 {
+		cfg.Ledgers = 16384
+	}
+	if cfg.ManifestResend <= 0 {
+		cfg.ManifestResend = time.Minute
+	}
+	e.cfg.ManifestResend = cfg.ManifestResend
+	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
+	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
+	e.verified, _ = lru.New[string, verifiedClaim](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
@@ -206,6 +244,14 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 	}
 	if len(req.Input) > e.cfg.MaxPayload {
 		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the limit is %d", req.Job, len(req.Input), e.cfg.MaxPayload)
+	}
+	if len(req.Input) > 0 {
+		if err := wire.Value(req.Input); err != nil {
+			return jobs.EnqueueResult{}, err
+		}
+	}
+	if err := e.resolveQueue(ctx, &req); err != nil {
+		return jobs.EnqueueResult{}, err
 	}
 	if req.Queue == "" {
 		req.Queue = jobs.DefaultQueue
@@ -310,36 +356,81 @@ func (e *Engine) ListRuns(ctx context.Context, p store.ListParams) ([]store.Run,
 
 // Poll implements frontend.Frontend.
 func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend.Task, error) {
+	// The signing key is read before anything is claimed: a claim must never be made without
+	// the token that lets its worker write.
+	key, err := e.leaseKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Which queues the worker may poll, which runs it may be handed and the fleet's caps come
+	// from the manifest, never from the request (PollRequest.Limits is ignored).
+	f, err := e.checkPoll(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	runs, err := e.matching.Poll(ctx, matching.PollParams{WorkerID: req.WorkerID, Queues: req.Queues, Max: req.Max, Wait: req.Wait})
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Limits) > 0 {
-		runs = e.takeSlots(ctx, runs, req.Limits)
+	if len(runs) > 0 {
+		if f, err = e.fleetView(ctx, false); err != nil {
+			return nil, err
+		}
+		runs = e.handBackUndeclared(ctx, f, req.WorkerID, runs)
+		limits := map[string]int{}
+		for _, r := range runs {
+			if n := f.cap(r.Job); n > 0 {
+				limits[r.Job] = n
+			}
+		}
+		if len(limits) > 0 {
+			runs = e.takeSlots(ctx, runs, limits)
+		}
 	}
 	tasks := make([]frontend.Task, len(runs))
 	for i, r := range runs {
 		tasks[i] = frontend.Task{RunID: r.ID, Job: r.Job, Queue: r.Queue, Fence: r.Fence, Attempt: r.Attempt,
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
+		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
+		e.claimed.Add(r.ID, r.Job)
+		e.seedLedger(r)
 	}
 	return tasks, nil
 }
 
 // Heartbeat implements frontend.Frontend.
 func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
-	leases := make([]store.Lease, len(req.Leases))
+	// A lease whose token does not hold is answered on its own and never reaches the store, so
+	// a worker cannot renew (and keep from its rightful holder) a claim it was not given.
+	refused := make([]error, len(req.Leases))
+	leases := make([]store.Lease, 0, len(req.Leases))
 	for i, l := range req.Leases {
-		leases[i] = store.Lease{RunID: l.RunID, Fence: l.Fence}
+		if refused[i] = e.checkLease(ctx, l.RunID, l.Fence, req.WorkerID, l.Token); refused[i] == nil {
+			leases = append(leases, store.Lease{RunID: l.RunID, Fence: l.Fence})
+		}
 	}
 	now := e.clock.Now()
-	errs, err := e.store.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: req.WorkerID, Leases: leases, Now: now, LeaseUntil: now.Add(e.matching.Lease())})
-	if err != nil {
-		return frontend.HeartbeatResponse{}, err
+	var held []error
+	if len(leases) > 0 {
+		var err error
+		held, err = e.store.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: req.WorkerID, Leases: leases, Now: now, LeaseUntil: now.Add(e.matching.Lease())})
+		if err != nil {
+			return frontend.HeartbeatResponse{}, err
+		}
+	}
+	errs := make([]error, len(req.Leases))
+	for i, j := 0, 0; i < len(errs); i++ {
+		if refused[i] != nil {
+			errs[i] = refused[i]
+			continue
+		}
+		errs[i] = held[j]
+		j++
 	}
 	codes := make([]string, len(errs))
 	for i, err := range errs {
-		if err == nil && req.Leases[i].Slot != "" {
+		if err == nil {
 			err = e.renewSlot(ctx, req.Leases[i], now)
 		}
 		if err != nil {

@@ -42,6 +42,9 @@ type RunView struct {
 	Steps      []StepView      `json:"steps"`
 	Attempts   []AttemptView   `json:"attempts"`
 	Retries    []RetryView     `json:"retries,omitempty"`
+	// Waiting says why a ready or delayed run is not being claimed, when the manifest explains
+	// it: no worker declared its job, or none still alive does (manifest.go).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // StepView is one durable call of a run's trace.
@@ -115,6 +118,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 	v := RunView{RunSummary: Summarize(run), EnqueuedBy: run.EnqueuedBy, Fence: run.Fence, WorkerID: run.WorkerID,
 		LastSeq: run.LastSeq, Steps: []StepView{}, Attempts: []AttemptView{}}
 	v.Input = renderJSON(run.Input)
+	v.Waiting = e.waitingReason(ctx, run)
 	if run.State == store.StateCompleted {
 		v.Result = renderJSON(run.Result)
 	}

@@ -32,11 +32,18 @@ type commitRes struct {
 // Record implements frontend.Frontend: it turns a run's commands into events and a transition
 // and commits them in a group commit shared with other runs' records.
 func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if err := e.checkLease(ctx, req.RunID, req.Fence, req.WorkerID, req.LeaseToken); err != nil {
+		return frontend.RecordResponse{}, err
+	}
+	if req.AfterSeq < 1 {
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeBadRequest, "record for run %s: after_seq %d; a run's history starts at seq 1", req.RunID, req.AfterSeq)
+	}
 	now := e.clock.Now()
 	m, err := e.mutation(req, now)
 	if err != nil {
 		return frontend.RecordResponse{}, err
 	}
+	m.AfterSeq = req.AfterSeq
 	r := &commitReq{m: m, afterSeq: req.AfterSeq, done: make(chan commitRes, 1)}
 	if req.Retry {
 		landed, err := e.landed(ctx, r)
@@ -50,6 +57,24 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 			}
 			return frontend.RecordResponse{Appended: landed, LastSeq: run.LastSeq, State: string(run.State)}, nil
 		}
+	}
+	// Checked after the resend's look for its own events: a resend that landed names what the
+	// history now holds, and is answered, not refused.
+	l, err := e.ledgerAt(ctx, req.RunID, req.AfterSeq)
+	if err == nil {
+		err = checkLedger(req.RunID, l, req.Commands)
+		job := l.job
+		l.mu.Unlock()
+		if err == nil && e.exhaust(ctx, job, req.Commands) {
+			// The engine, not the worker, holds the attempt ceiling: rebuild what the record means.
+			if m, err = e.mutation(req, now); err == nil {
+				m.AfterSeq = req.AfterSeq
+				r.m = m
+			}
+		}
+	}
+	if err != nil {
+		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
 	}
 	e.mu.Lock()
 	started := e.started
@@ -75,11 +100,15 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if out.res.Err != nil {
 		return frontend.RecordResponse{}, out.res.Err
 	}
+	e.settle(req.RunID, out.res.Appended)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
-	if req.Slot != "" && out.res.Run.State != store.StateRunning {
-		e.releaseSlot(ctx, req.Slot, req.RunID)
+	if out.res.Run.State != store.StateRunning {
+		// The run's own job's slot, whatever the request names (see renewSlot).
+		if f, err := e.fleetView(ctx, false); err == nil && f.cap(out.res.Run.Job) > 0 {
+			e.releaseSlot(ctx, frontend.SlotKey(out.res.Run.Job), req.RunID)
+		}
 	}
 	if m.State == store.StateReady {
 		e.matching.Wake()
@@ -94,7 +123,11 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 		return m, jobs.Errorf(jobs.CodeBadRequest, "record for run %s has no commands", req.RunID)
 	}
 	final := false
-	for i, c := range req.Commands {
+	for i := range req.Commands {
+		if err := checkCommand(req.RunID, i, &req.Commands[i], now); err != nil {
+			return m, err
+		}
+		c := req.Commands[i]
 		if final {
 			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: command %d (%s) follows one that ends the claim", req.RunID, i, c.Kind)
 		}
@@ -133,7 +166,14 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 				Error: c.Error, Step: c.Step, Stop: c.Stop, RetryAt: c.RetryAt}))
 			m.ErrorCode, m.Error, m.StopReason = c.Code, c.Error, c.Stop
 			if c.Stop != "" {
-				m.Events = append(m.Events, history.New(now, history.RunFailed{Attempt: c.Attempt, Code: c.Code, Error: c.Error, Stop: c.Stop}))
+				code, msg := c.Code, c.Error
+				if c.Stop == stopExhausted {
+					// The run's verdict is X_JOB_MAX_ATTEMPTS; the attempt's own failure (kept
+					// as is in AttemptFailed) is its last error.
+					code, msg = string(jobs.CodeJobMaxAttempts), lastError(c)
+					m.ErrorCode, m.Error = code, msg
+				}
+				m.Events = append(m.Events, history.New(now, history.RunFailed{Attempt: c.Attempt, Code: code, Error: msg, Stop: c.Stop}))
 				m.State = store.StateFailed
 			} else {
 				m.State, m.Attempt = store.StateDelayed, c.Attempt+1

@@ -48,15 +48,35 @@ func (e *Engine) takeSlots(ctx context.Context, runs []store.Run, limits map[str
 }
 
 // renewSlot extends a held slot with the lease. Losing it means another worker may now run a
-// run of the same job over the cap.
+// run of the same job over the cap. The slot and its cap are the run's job's as declared in the
+// manifest, whatever the lease names: a worker cannot take another job's slot, nor let its own
+// lapse by not naming it.
 func (e *Engine) renewSlot(ctx context.Context, l frontend.Lease, now time.Time) error {
-	ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: l.Slot, Limit: l.Limit, Holder: l.RunID,
+	job, ok := e.claimed.Get(l.RunID)
+	if !ok {
+		run, err := e.store.RunGet(ctx, l.RunID)
+		if err != nil {
+			return err
+		}
+		job = run.Job
+		e.claimed.Add(l.RunID, job)
+	}
+	f, err := e.fleetView(ctx, false)
+	if err != nil {
+		return err
+	}
+	limit := f.cap(job)
+	if limit == 0 {
+		return nil
+	}
+	slot := frontend.SlotKey(job)
+	ok, err = e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: limit, Holder: l.RunID,
 		Now: now, Until: now.Add(e.matching.Lease())})
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", l.RunID, l.Slot)
+		return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", l.RunID, slot)
 	}
 	return nil
 }

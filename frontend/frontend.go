@@ -15,6 +15,8 @@ import (
 
 // Frontend is what a worker needs of the engine.
 type Frontend interface {
+	Manifests // a worker's manifest (manifest.go)
+
 	// Poll claims up to Max ready runs of the queues, waiting up to Wait for one to become ready
 	// (a long-poll). It returns no tasks and no error when Wait passes with nothing to do.
 	Poll(ctx context.Context, req PollRequest) ([]Task, error)
@@ -36,9 +38,9 @@ type PollRequest struct {
 	Queues   []string      `msgpack:"queues"`
 	Max      int           `msgpack:"max"`
 	Wait     time.Duration `msgpack:"wait"`
-	// Limits maps a job name to its fleet-wide concurrency cap. A claimed run of a capped job
-	// takes a slot row; when all are held, the claim is handed straight back without spending
-	// an attempt.
+	// Limits maps a job name to its fleet-wide concurrency cap. The engine ignores it: the caps
+	// it enforces are the ones the workers' manifests declare (a poll cannot raise, lower or
+	// drop a cap). Kept so older workers' polls still decode.
 	Limits map[string]int `msgpack:"limits,omitempty"`
 }
 
@@ -58,6 +60,9 @@ type Task struct {
 	LeaseUntil time.Time `msgpack:"lease_until"`
 	// Lease is the visibility window a heartbeat renews.
 	Lease time.Duration `msgpack:"lease"`
+	// LeaseToken is the claim's secret: every record and heartbeat of this claim must present it
+	// with the worker id it was issued to. It cannot be derived from anything the admin API shows.
+	LeaseToken string `msgpack:"lease_token"`
 }
 
 // CommandKind names a worker command.
@@ -112,6 +117,8 @@ type RecordRequest struct {
 	RunID    string `msgpack:"run_id"`
 	Fence    int64  `msgpack:"fence"`
 	WorkerID string `msgpack:"worker_id"`
+	// LeaseToken is the claim's Task.LeaseToken.
+	LeaseToken string `msgpack:"lease_token"`
 	// AfterSeq is the last seq the worker knows. When a commit's outcome is unknown (the
 	// connection dropped after COMMIT was sent), the engine reads the history after AfterSeq to
 	// learn whether these commands landed, so a step is neither recorded twice nor lost.
@@ -137,6 +144,8 @@ type RecordResponse struct {
 type Lease struct {
 	RunID string `msgpack:"run_id"`
 	Fence int64  `msgpack:"fence"`
+	// Token is the claim's Task.LeaseToken.
+	Token string `msgpack:"token"`
 	// Slot and Limit name the fleet concurrency slot the run holds, renewed with the lease.
 	Slot  string `msgpack:"slot,omitempty"`
 	Limit int    `msgpack:"limit,omitempty"`

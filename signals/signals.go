@@ -10,6 +10,7 @@ import (
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -58,6 +59,13 @@ func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Pub
 	}
 	if len(payload) > s.cfg.MaxPayload {
 		return Published{}, jobs.Errorf(jobs.CodePayloadTooLarge, "event %q: payload is %d bytes, the limit is %d", name, len(payload), s.cfg.MaxPayload)
+	}
+	if len(payload) > 0 {
+		// Stored and delivered to job code, and shown by every surface: refuse what one of them
+		// could not read (see wire.Value).
+		if err := wire.Value(payload); err != nil {
+			return Published{}, err
+		}
 	}
 	fields, err := history.FieldKeys(payload)
 	if err != nil {

@@ -158,10 +158,15 @@ type Transition struct {
 
 // Mutation is one worker write: events to append and a transition, under the claim's fence.
 type Mutation struct {
-	RunID  string
-	Fence  int64
-	Now    time.Time
-	Events []history.Event
+	RunID string
+	Fence int64
+	// AfterSeq, when > 0, is the run's last seq as the writer knew it: the mutation applies only
+	// if the run's LastSeq is still AfterSeq, else it is refused with X_HISTORY_STALE. The engine
+	// checks a record against the history up to AfterSeq (step names, attempts); this makes that
+	// check hold at commit.
+	AfterSeq int64
+	Now      time.Time
+	Events   []history.Event
 	Transition
 }
 
@@ -253,6 +258,9 @@ type SlotParams struct {
 // Store is the persistence of the engine. All methods are safe for concurrent use, from any
 // number of processes sharing the backend (where the backend is shareable).
 type Store interface {
+	Keys      // the engine's shared secrets (keys.go)
+	Manifests // what the fleet's workers declared (manifest.go)
+
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
 	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
 	// concurrent creates with the same (Job, Key) create exactly one run.

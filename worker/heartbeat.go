@@ -12,7 +12,7 @@ import (
 
 // hold starts tracking a claim for heartbeats.
 func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
-	h := &held{runID: t.RunID, queue: t.Queue, job: t.Job, fence: t.Fence, ex: ex, lastLanded: w.clock.Now()}
+	h := &held{runID: t.RunID, queue: t.Queue, job: t.Job, fence: t.Fence, token: t.LeaseToken, ex: ex, lastLanded: w.clock.Now()}
 	w.mu.Lock()
 	w.leases[h.key()] = h
 	changed := t.Lease > 0 && t.Lease != w.lease
@@ -105,7 +105,7 @@ func (w *Worker) renew(timeout time.Duration) {
 	for _, h := range w.leases {
 		if !h.lost {
 			batch = append(batch, h)
-			l := frontend.Lease{RunID: h.runID, Fence: h.fence}
+			l := frontend.Lease{RunID: h.runID, Fence: h.fence, Token: h.token}
 			if n := w.limits[h.job]; n > 0 {
 				l.Slot, l.Limit = frontend.SlotKey(h.job), n
 			}

@@ -34,7 +34,7 @@ const (
 func (r *recorder) send(ctx context.Context, cmds []frontend.Command, final bool) (frontend.RecordResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
+	req := frontend.RecordRequest{RunID: r.runID, Fence: r.fence, WorkerID: r.worker, LeaseToken: r.token, AfterSeq: r.seq, Slot: r.slot, Commands: cmds}
 	backoff := resendFirst
 	for try := 1; ; try++ {
 		resp, err := r.fe.Record(ctx, req)

@@ -82,6 +82,8 @@ type Worker struct {
 	// begun is closed once the session was announced; attended once attending ended.
 	begun, attended chan struct{}
 	stopAttend      context.CancelFunc
+	// manifestKick asks for the manifest to be sent again now (manifest.go).
+	manifestKick chan struct{}
 	// limits are the fleet concurrency caps of the registered jobs.
 	limits map[string]int
 }
@@ -96,6 +98,7 @@ type parked struct {
 type held struct {
 	runID, queue, job string
 	fence             int64
+	token             string
 	ex                *replay.Execution
 	lastLanded        time.Time
 	lost              bool
@@ -140,7 +143,9 @@ func New(cfg Config) (*Worker, error) {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
-		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1)}
+		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		manifestKick: make(chan struct{}, 1)}
+	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	for _, d := range cfg.Registry.All() {
 		if n := d.Config().Concurrency; n > 0 {
 			if w.limits == nil {
@@ -172,6 +177,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	defer w.mu.Unlock()
 	if w.started {
 		return nil
+	}
+	w.hbStop = make(chan struct{})
+	if err := w.startManifest(ctx); err != nil {
+		return err
 	}
 	w.started = true
 	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
@@ -287,7 +296,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 // handle runs one claimed task to the end of its claim.
 func (w *Worker) handle(t frontend.Task) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
-	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, seq: t.LastSeq, claimedAt: w.clock.Now()}
+	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
@@ -482,6 +491,7 @@ type recorder struct {
 	queue  string
 	fence  int64
 	worker string
+	token  string
 	slot   string
 	// claimedAt starts the lease window before the claim is tracked for heartbeats; landed is
 	// the last renewal that landed when tracking ended (the final record's window).

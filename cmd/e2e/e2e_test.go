@@ -112,6 +112,18 @@ func scenario(t *testing.T, bins binaries, db []string) {
 		"--metrics-addr", metrics)
 	ops := []string{"JOBS_SERVER=" + server, "JOBS_TOKEN=" + token}
 
+	// The engine refuses jobs no worker has declared: wait for the worker's manifest, as a
+	// deploy would wait for its workers to be up.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := cli(t, bins, ops, "manifest", "--json")
+		if r.code == 0 && strings.Contains(r.stdout, `"name": "`+examples.OnboardingName+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's manifest never reached the engine: %s %s", r.stdout, r.stderr)
+		}
+	}
+
 	// Enqueue an onboarding by name, as an operator would.
 	r := cli(t, bins, ops, "jobs", "enqueue", examples.OnboardingName, "--input", `{"orgId":"e2e","name":"E2E"}`,
 		"--key", "onboard:e2e", "--tenant", "e2e", "--json")

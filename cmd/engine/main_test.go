@@ -223,7 +223,7 @@ func TestServeAndDrain(t *testing.T) {
 	var stderr testenv.LogBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--database-url", "", "--token", "t"}, &bytes.Buffer{}, &stderr)
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--database-url", "", "--token", "t", "--allow-undeclared"}, &bytes.Buffer{}, &stderr)
 	}()
 	addr := ""
 	re := regexp.MustCompile(`jobs.api.listening addr=(\S+)`)

@@ -173,6 +173,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		}
 		row("Error", e)
 	}
+	if v.Waiting != "" {
+		row("Waiting", v.Waiting)
+	}
 	row("Input", clip(string(v.Input), 200))
 	if len(v.Result) > 0 {
 		row("Result", clip(string(v.Result), 200))

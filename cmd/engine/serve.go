@@ -109,6 +109,12 @@ type serveOptions struct {
 	sessionGrace time.Duration
 	logLevel     string
 	logFormat    string
+	// allowUndeclared accepts enqueues of jobs no worker has declared (see engine.Config).
+	allowUndeclared bool
+	// Role tokens (api.Credential) and the explicit opt-out of authentication beyond loopback.
+	workerToken, operatorToken, viewerToken string
+	credentials                             []string
+	allowUnauthenticated                    bool
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {
@@ -125,6 +131,14 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"how long after a worker's session connection drops (a killed worker) its claims are released, unless it comes back [$JOBS_SESSION_GRACE]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	f.StringVar(&o.workerToken, "worker-token", cli.Env("JOBS_WORKER_TOKEN", ""), "token of workers: the worker protocol only [$JOBS_WORKER_TOKEN]")
+	f.StringVar(&o.operatorToken, "operator-token", cli.Env("JOBS_OPERATOR_TOKEN", ""), "token of operators: read, enqueue, publish, cancel, retry [$JOBS_OPERATOR_TOKEN]")
+	f.StringVar(&o.viewerToken, "viewer-token", cli.Env("JOBS_VIEWER_TOKEN", ""), "token of viewers: read only [$JOBS_VIEWER_TOKEN]")
+	f.StringArrayVar(&o.credentials, "credential", nil, "a token with a role, optionally scoped to a tenant: role=token or role@tenant=token (repeatable)")
+	f.BoolVar(&o.allowUnauthenticated, "allow-unauthenticated", false,
+		"serve beyond loopback without any token (refused otherwise)")
+	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.Env("JOBS_ALLOW_UNDECLARED", "") == "1",
+		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
 }
 
 // serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
@@ -144,9 +158,21 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.token == "" && !loopback(o.addr) {
-		log.Warn("jobs.api.unauthenticated", "addr", o.addr,
-			"hint", "the API is reachable beyond this machine and takes no token: set --token or JOBS_TOKEN")
+	var creds []api.Credential
+	for role, tok := range map[api.Role]string{api.RoleWorker: o.workerToken, api.RoleOperator: o.operatorToken, api.RoleViewer: o.viewerToken} {
+		if tok != "" {
+			creds = append(creds, api.Credential{Token: tok, Role: role})
+		}
+	}
+	for _, s := range o.credentials {
+		c, err := api.ParseCredential(s)
+		if err != nil {
+			return cli.Usage("--credential: %s", strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
+		}
+		creds = append(creds, c)
+	}
+	if o.token == "" && len(creds) == 0 && !loopback(o.addr) && !o.allowUnauthenticated {
+		return cli.Usage("--addr %s is reachable beyond this machine and no token is set: set --token (or role tokens), or pass --allow-unauthenticated", o.addr)
 	}
 	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease)
 	app := fx.New(
@@ -160,9 +186,10 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 			lc.Append(fx.StopHook(st.Close))
 			return st, nil
 		}),
-		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace}),
+		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared}),
 		engine.Module,
-		fx.Supply(api.Config{Addr: o.addr, Token: o.token, MaxBody: o.maxBody}),
+		fx.Supply(api.Config{Addr: o.addr, Token: o.token, Credentials: creds, AllowUnauthenticated: o.allowUnauthenticated,
+			MaxBody: o.maxBody}),
 		api.Module,
 	)
 	return cli.Serve(cmd.Context(), app, log, time.Minute, o.drainTimeout)

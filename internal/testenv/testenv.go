@@ -14,6 +14,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
@@ -30,6 +31,9 @@ type Options struct {
 	Lookback time.Duration
 	// Logger defaults to discarding unless JOBS_TEST_LOG is set.
 	Logger *slog.Logger
+	// RequireDeclared refuses enqueues of jobs no worker declared, the engine's default. Tests
+	// leave it off so they can enqueue before starting a worker.
+	RequireDeclared bool
 }
 
 // Env is an engine over a store, plus the workers a test starts.
@@ -51,7 +55,8 @@ func Start(t testing.TB, o Options) *Env {
 		o.Logger = Logger()
 	}
 	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
-		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger})
+		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger,
+		AllowUndeclared: !o.RequireDeclared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +112,30 @@ func (e *Env) Worker(cfg worker.Config, defs ...jobs.Definition) *worker.Worker 
 		_ = w.Stop(ctx)
 	})
 	return w
+}
+
+// Declare sends the manifest of a worker that polls fe (the engine, or a client of it) by hand:
+// it hosts defs, on their queues. Tests that claim runs themselves, without a worker.Worker,
+// declare first, as a worker does at Start.
+func Declare(t testing.TB, fe frontend.Frontend, workerID string, defs ...jobs.Definition) {
+	t.Helper()
+	reg, err := jobs.NewRegistry(defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decls, err := reg.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fe.DeclareManifest(context.Background(), frontend.Manifest{WorkerID: workerID, Queues: reg.Queues(), Declarations: decls}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Untyped is a job named name on queue, for tests that enqueue and claim by name.
+func Untyped(name, queue string) jobs.Definition {
+	return jobs.MustDefine(name, func(s any) string { return "" }, jobs.NoTenant[any](),
+		func(*jobs.Ctx, any) (any, error) { return nil, nil }, jobs.Queue(queue))
 }
 
 // Fake returns the env's clock as a Fake (the test must have left the default).

@@ -26,6 +26,8 @@ import (
 type Store struct {
 	mu     sync.Mutex
 	closed bool
+	// authority holds the engine's secrets and the fleet's manifest (authority.go).
+	authority authority
 
 	runs map[string]*runRec
 	// live maps (Job, Key) to the one live run holding that idempotency key.
@@ -453,6 +455,9 @@ func (s *Store) apply(m store.Mutation) store.MutationResult {
 	r, err := s.holds(m.RunID, m.Fence)
 	if err != nil {
 		return store.MutationResult{Err: err}
+	}
+	if err := store.StaleSeq(r.run, m); err != nil {
+		return store.MutationResult{Err: err, Run: cloneRun(r.run)}
 	}
 	tr := m.Transition
 	to := tr.State

@@ -152,6 +152,9 @@ func (w *applyWrites) apply(r *store.Run, m store.Mutation, found []lookbackEven
 			"run %s is %s with fence %d; the write carries fence %d", m.RunID, r.State, r.Fence, m.Fence),
 			Run: cloneRun(*r)}
 	}
+	if err := store.StaleSeq(*r, m); err != nil {
+		return store.MutationResult{Err: err, Run: cloneRun(*r)}
+	}
 	tr := m.Transition
 	to := tr.State
 	if to == "" {

@@ -42,11 +42,12 @@ func stepsOnly(ms []store.Mutation) bool {
 func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
 	n := len(ms)
 	ids, states := make([]string, n), make([]string, n)
-	fences, counts := make([]int64, n), make([]int64, n)
+	fences, counts, afters := make([]int64, n), make([]int64, n), make([]int64, n)
 	results, nows := make([][]byte, n), make([]time.Time, n)
 	var ev eventRows
 	for i, m := range ms {
 		ids[i], fences[i], counts[i], states[i], nows[i] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
+		afters[i] = m.AfterSeq
 		if m.State == store.StateCompleted {
 			results[i] = m.Result
 			if results[i] == nil {
@@ -66,7 +67,7 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	applied := make(map[string]*store.Run, n)
 	b := t.batch()
 	b.Queue(s.q(stmtStepsApply), ids, fences, counts, states, results, nows,
-		ev.runs, ev.seqs, ev.kinds, ev.names, ev.ats, ev.data).
+		ev.runs, ev.seqs, ev.kinds, ev.names, ev.ats, ev.data, afters).
 		Query(func(rows pgx.Rows) error { return collectRuns(rows, applied, nil) })
 	if err := t.commit(ctx, b); err != nil {
 		return nil, err
@@ -103,6 +104,8 @@ func (s *Store) refusal(ctx context.Context, m store.Mutation) store.MutationRes
 		return store.MutationResult{Err: jobs.Wrap(jobs.CodeJobLeaseLost, err, "run %s: refused", m.RunID)}
 	case run.State == store.StateCancelled:
 		return store.MutationResult{Err: jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", m.RunID), Run: run}
+	case run.State == store.StateRunning && run.Fence == m.Fence && store.StaleSeq(run, m) != nil:
+		return store.MutationResult{Err: store.StaleSeq(run, m), Run: run}
 	}
 	return store.MutationResult{Err: jobs.Errorf(jobs.CodeJobLeaseLost, "run %s: fence %d is stale or the run is %s", m.RunID, m.Fence, run.State), Run: run}
 }

@@ -207,11 +207,11 @@ WHERE r.id = u.id`,
 	stmtStepsApply: `
 WITH m AS (
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[],
-		$6::timestamptz[]) AS m(id, fence, n, state, result, now)
+		$6::timestamptz[], $13::bigint[]) AS m(id, fence, n, state, result, now, after_seq)
 ),
 locked AS (
 	SELECT r.id FROM {S}.runs r JOIN m ON m.id = r.id
-	WHERE r.fence = m.fence AND r.state = 'running'
+	WHERE r.fence = m.fence AND r.state = 'running' AND (m.after_seq = 0 OR r.last_seq = m.after_seq)
 	ORDER BY r.id FOR UPDATE OF r
 ),
 upd AS (

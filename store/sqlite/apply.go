@@ -44,6 +44,9 @@ func (t *wtx) apply(m *store.Mutation) (store.MutationResult, error) {
 	if err := refusal(r.ID, r.State, r.Fence, m.Fence); err != nil {
 		return store.MutationResult{Err: err, Run: r}, nil
 	}
+	if err := store.StaleSeq(r, *m); err != nil {
+		return store.MutationResult{Err: err, Run: r}, nil
+	}
 	if to := m.State; to != "" && !slices.Contains(store.States, to) {
 		return store.MutationResult{Err: jobs.Errorf(jobs.CodeInvariant, "run %s: unknown state %q", r.ID, to), Run: r}, nil
 	}

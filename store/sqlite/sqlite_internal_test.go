@@ -519,6 +519,17 @@ func TestWriteStatementsArePrepared(t *testing.T) {
 				if id, ok := n.Args[0].(*ast.Ident); ok {
 					used[id.Name] = true
 				}
+			case *ast.AssignStmt:
+				// writeStatements = append(writeStatements, …), from a sql_<topic>.go's init.
+				if lhs, ok := n.Lhs[0].(*ast.Ident); ok && lhs.Name == "writeStatements" {
+					if call, ok := n.Rhs[0].(*ast.CallExpr); ok {
+						for _, e := range call.Args[1:] {
+							if id, ok := e.(*ast.Ident); ok {
+								listed[id.Name] = true
+							}
+						}
+					}
+				}
 			case *ast.ValueSpec:
 				if len(n.Names) == 1 && n.Names[0].Name == "writeStatements" {
 					for _, e := range n.Values[0].(*ast.CompositeLit).Elts {

@@ -46,6 +46,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Slots", slotTests},
 		{"Workers", workerTests},
 		{"TimerFiredAt", firedAtTests},
+		{"Keys", keyTests},
+		{"AfterSeq", seqTests},
+		{"Manifest", manifestTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

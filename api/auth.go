@@ -1,0 +1,222 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/ultimat3/jobs"
+)
+
+// Role is what a credential may do.
+type Role string
+
+const (
+	// RoleWorker may use the worker protocol (/v1/worker/…: poll, record, heartbeat, history,
+	// manifest) and nothing else.
+	RoleWorker Role = "worker"
+	// RoleOperator may read everything a viewer reads and act: enqueue, publish, cancel, retry.
+	RoleOperator Role = "operator"
+	// RoleViewer may read: runs, histories, queues, dead letters, the manifest, codes, metrics.
+	RoleViewer Role = "viewer"
+	// RoleAdmin may do everything; Config.Token is an admin credential.
+	RoleAdmin Role = "admin"
+)
+
+// Credential is one bearer token with its role and, optionally, the tenant it is scoped to. A
+// tenant-scoped credential (operator or viewer) sees and acts on that tenant's runs only: other
+// tenants' runs are not found, a listing is filtered to the tenant, an enqueue must name it, and
+// the fleet-wide surfaces (queues, metrics, the manifest, publishing an event any tenant's run
+// may wait for) are refused.
+type Credential struct {
+	Token  string
+	Role   Role
+	Tenant string
+}
+
+// ParseCredential reads "role=token" or "role@tenant=token", the form of --credential.
+func ParseCredential(s string) (Credential, error) {
+	head, token, ok := strings.Cut(s, "=")
+	if !ok || token == "" {
+		return Credential{}, jobs.Errorf(jobs.CodeBadRequest, "credential %q: want role=token or role@tenant=token", redact(s))
+	}
+	role, tenant, _ := strings.Cut(head, "@")
+	c := Credential{Token: token, Role: Role(role), Tenant: tenant}
+	return c, c.validate()
+}
+
+func redact(s string) string {
+	if head, _, ok := strings.Cut(s, "="); ok {
+		return head + "=…"
+	}
+	return "…"
+}
+
+func (c Credential) validate() error {
+	switch c.Role {
+	case RoleWorker, RoleAdmin:
+		if c.Tenant != "" {
+			return jobs.Errorf(jobs.CodeBadRequest, "a %s credential cannot be scoped to a tenant: workers and admins serve the whole fleet", c.Role)
+		}
+	case RoleOperator, RoleViewer:
+	default:
+		return jobs.Errorf(jobs.CodeBadRequest, "credential role %q: want worker, operator, viewer or admin", c.Role)
+	}
+	if c.Token == "" {
+		return jobs.Errorf(jobs.CodeBadRequest, "a %s credential has an empty token", c.Role)
+	}
+	return jobs.ValidIdentifier("tenant", c.Tenant)
+}
+
+// capability is what a request needs.
+type capability int
+
+const (
+	capRead capability = iota
+	capAct
+	capWork
+)
+
+func (c capability) String() string {
+	return [...]string{"read", "act (enqueue, publish, cancel, retry)", "use the worker protocol"}[c]
+}
+
+func (r Role) can(c capability) bool {
+	switch r {
+	case RoleAdmin:
+		return true
+	case RoleOperator:
+		return c == capRead || c == capAct
+	case RoleViewer:
+		return c == capRead
+	case RoleWorker:
+		return c == capWork
+	}
+	return false
+}
+
+// needs classifies a request: the worker protocol, a read (GET), or an action.
+func needs(r *http.Request) capability {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/worker/"):
+		return capWork
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return capRead
+	}
+	return capAct
+}
+
+type credKey struct{}
+
+// credentialOf returns the credential a request was authenticated with; without tokens
+// configured, an admin one (the engine then serves loopback only).
+func credentialOf(r *http.Request) Credential {
+	if c, ok := r.Context().Value(credKey{}).(Credential); ok {
+		return c
+	}
+	return Credential{Role: RoleAdmin}
+}
+
+// credentials indexes the configured credentials by the digest of their token: a lookup by
+// digest says nothing, by its timing, about the tokens it did not match.
+func credentials(cfg Config) (map[[sha256.Size]byte]Credential, error) {
+	out := map[[sha256.Size]byte]Credential{}
+	all := cfg.Credentials
+	if cfg.Token != "" {
+		all = append([]Credential{{Token: cfg.Token, Role: RoleAdmin}}, all...)
+	}
+	for _, c := range all {
+		if err := c.validate(); err != nil {
+			return nil, err
+		}
+		k := sha256.Sum256([]byte(c.Token))
+		if prev, dup := out[k]; dup && prev != c {
+			return nil, jobs.Errorf(jobs.CodeBadRequest, "one token is given two roles (%s and %s)", prev.Role, c.Role)
+		}
+		out[k] = c
+	}
+	return out, nil
+}
+
+// authorize checks a request against its credential's role and tenant. It runs after the token
+// was matched, so a refusal here is X_FORBIDDEN (403), not X_UNAUTHORIZED.
+func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error) {
+	need := needs(r)
+	if !c.Role.can(need) {
+		return r, jobs.Errorf(jobs.CodeForbidden, "a %s credential may not %s", c.Role, need)
+	}
+	if c.Tenant == "" {
+		return r, nil
+	}
+	p := r.URL.Path
+	switch {
+	case p == "/v1/runs" || p == "/v1/dead-letters":
+		if r.Method == http.MethodGet {
+			// The listing is the tenant's, whatever the query asks.
+			q := r.URL.Query()
+			if t := q.Get("tenant"); t != "" && t != c.Tenant {
+				return r, jobs.Errorf(jobs.CodeForbidden, "this credential is scoped to tenant %q", c.Tenant)
+			}
+			q.Set("tenant", c.Tenant)
+			r2 := r.Clone(r.Context())
+			r2.URL.RawQuery = q.Encode()
+			return r2, nil
+		}
+		return r, nil // an enqueue: checked against the request's tenant (checkEnqueueScope)
+	case strings.HasPrefix(p, "/v1/runs/"):
+		id, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/runs/"), "/")
+		if id, err := url.PathUnescape(id); err == nil && id != "" {
+			run, err := s.eng.GetRun(r.Context(), id)
+			if err != nil {
+				return r, err
+			}
+			if run.Tenant != c.Tenant {
+				// Not found rather than forbidden: another tenant's run ids are not confirmed.
+				return r, jobs.Errorf(jobs.CodeRunNotFound, "run %s", id)
+			}
+		}
+		return r, nil
+	case p == "/v1/codes":
+		return r, nil
+	}
+	return r, jobs.Errorf(jobs.CodeForbidden, "a credential scoped to tenant %q may not use %s, which spans every tenant", c.Tenant, p)
+}
+
+// checkEnqueueScope refuses an enqueue for another tenant (or none) by a tenant-scoped credential.
+func checkEnqueueScope(r *http.Request, tenant string, noTenant bool) error {
+	c := credentialOf(r)
+	if c.Tenant != "" && (noTenant || tenant != c.Tenant) {
+		return jobs.Errorf(jobs.CodeForbidden, "this credential is scoped to tenant %q and may not enqueue for %q", c.Tenant, tenant)
+	}
+	return nil
+}
+
+// loopbackRemote reports whether a request came from this machine.
+func loopbackRemote(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackAddr reports whether a listen address is loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func withCredential(r *http.Request, c Credential) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), credKey{}, c))
+}

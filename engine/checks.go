@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/wire"
+)
+
+// Bounds of what a worker's command may ask. A worker computes these values from its own clock
+// and code; the engine still refuses what no honest worker sends, because it stores them and
+// acts on them (a timer in year 9999 never fires; one in year 1 fires at once, forever first).
+const (
+	// wakeSkew is how far in the past a wake-up, timeout or retry time may lie: a worker's clock
+	// may lag the engine's, and a time already past simply fires at once.
+	wakeSkew = 24 * time.Hour
+	// wakeHorizon is how far in the future it may lie.
+	wakeHorizon = 100 * 365 * 24 * time.Hour
+	// maxMatchPairs bounds a wait's match: every pair is an index entry in the store.
+	maxMatchPairs = 64
+	// maxErrorText bounds the error text an attempt's failure stores; the rest is cut, never
+	// refused, so the failure it reports is not lost.
+	maxErrorText = 16 << 10
+)
+
+// checkCommand refuses a command the engine would not store as sent: a value out of its bounds,
+// an output that is not a readable msgpack value, a name no store can hold. It looks at the
+// command alone; checkLedger looks at it against the run's history.
+func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error {
+	bad := func(format string, args ...any) error {
+		return jobs.Errorf(jobs.CodeBadRequest, "run %s: command %d (%s): "+format, append([]any{runID, i, c.Kind}, args...)...)
+	}
+	inBounds := func(field string, t time.Time) error {
+		if t.Before(now.Add(-wakeSkew)) || t.After(now.Add(wakeHorizon)) {
+			return bad("%s %s is outside [now - %s, now + 100 years]", field, t.UTC().Format(time.RFC3339), wakeSkew)
+		}
+		return nil
+	}
+	switch c.Kind {
+	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait:
+		if c.Name == "" {
+			return bad("names no durable call")
+		}
+		if err := jobs.ValidIdentifier("name", c.Name); err != nil {
+			return bad("%s", err.(*jobs.Error).Message)
+		}
+	}
+	switch c.Kind {
+	case frontend.CmdStep, frontend.CmdComplete:
+		if len(c.Output) > 0 {
+			if err := wire.Value(c.Output); err != nil {
+				return jobs.Errorf(jobs.CodeEncoding, "run %s: command %d (%s): the output is not a storable msgpack value: %s", runID, i, c.Kind, err.(*jobs.Error).Message)
+			}
+		}
+	case frontend.CmdSleep:
+		return inBounds("wake time", c.WakeAt)
+	case frontend.CmdWait:
+		if err := jobs.ValidIdentifier("event", c.Event); err != nil {
+			return bad("%s", err.(*jobs.Error).Message)
+		}
+		if err := inBounds("timeout", c.TimeoutAt); err != nil {
+			return err
+		}
+		if len(c.Match) > maxMatchPairs {
+			return bad("the match has %d pairs; the limit is %d", len(c.Match), maxMatchPairs)
+		}
+		for j, p := range c.Match {
+			if err := jobs.ValidIdentifier("match pair", p); err != nil {
+				return bad("%s", err.(*jobs.Error).Message)
+			}
+			// The canonical form (history.MatchKeys): "field=value", sorted, each pair once. A
+			// store matches on it by plain equality and order, so anything else would never
+			// match, or match wrongly.
+			if !strings.Contains(p, "=") {
+				return bad("match pair %q is not field=value", p)
+			}
+			if j > 0 && c.Match[j-1] >= p {
+				return bad("match pairs are not sorted and unique (%q, then %q)", c.Match[j-1], p)
+			}
+		}
+	case frontend.CmdFail:
+		if c.Attempt < 1 {
+			return bad("attempt %d; attempts count from 1", c.Attempt)
+		}
+		switch c.Stop {
+		case "":
+			if err := inBounds("retry time", c.RetryAt); err != nil {
+				return err
+			}
+		case "terminal", "attempts-exhausted":
+		default:
+			return bad("stop %q is not terminal or attempts-exhausted", c.Stop)
+		}
+		if len(c.Error) > maxErrorText {
+			c.Error = strings.ToValidUTF8(c.Error[:maxErrorText], "") + "…"
+		}
+	case frontend.CmdBlock:
+		if len(c.Error) > maxErrorText {
+			c.Error = strings.ToValidUTF8(c.Error[:maxErrorText], "") + "…"
+		}
+	case frontend.CmdRelease:
+		if !c.ReadyAt.IsZero() {
+			return inBounds("ready time", c.ReadyAt)
+		}
+	}
+	return nil
+}
+
+// checkLedger refuses commands that contradict the run's history at the record's seq: a durable
+// call whose name is already recorded (or used twice in the record), and a failure of an attempt
+// other than the one the run is on. Called with l.mu held.
+func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
+	seen := map[string]bool{}
+	for i, c := range cmds {
+		switch c.Kind {
+		case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait:
+			if seq, ok := l.names[c.Name]; ok {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: command %d (%s): the name %q is already recorded (seq %d); names are the replay key and must be unique in a run", runID, i, c.Kind, c.Name, seq)
+			}
+			if seen[c.Name] {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names %q twice", runID, c.Name)
+			}
+			seen[c.Name] = true
+		case frontend.CmdFail:
+			if c.Attempt != l.attempt {
+				return jobs.Errorf(jobs.CodeBadRequest, "run %s: the failure is of attempt %d; the run is on attempt %d", runID, c.Attempt, l.attempt)
+			}
+		}
+	}
+	return nil
+}
+
+// stopExhausted is the stop reason of a run whose attempts ran out.
+const stopExhausted = "attempts-exhausted"
+
+// exhaust turns a failure the worker would retry into the run's last one when the job's declared
+// attempts are spent: a worker whose retry policy drifted from its declaration (or that lies)
+// cannot retry a run forever. It reports whether it changed a command.
+func (e *Engine) exhaust(ctx context.Context, job string, cmds []frontend.Command) bool {
+	changed := false
+	for i := range cmds {
+		c := &cmds[i]
+		if c.Kind != frontend.CmdFail || c.Stop != "" || job == "" {
+			continue
+		}
+		f, err := e.fleetView(ctx, false)
+		if err != nil {
+			continue
+		}
+		if n := f.attempts(job); n > 0 && c.Attempt >= n {
+			c.Stop, c.RetryAt = stopExhausted, time.Time{}
+			c.Error = fmt.Sprintf("%s (attempt %d of %d: attempts exhausted)", c.Error, c.Attempt, n)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// lastError is a failed attempt's error with its code, as the run's last error.
+func lastError(c frontend.Command) string {
+	msg := "attempts exhausted; last error: "
+	if c.Code != "" && !strings.HasPrefix(c.Error, c.Code) {
+		msg += c.Code + ": "
+	}
+	return msg + c.Error
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"hash"
+	"strconv"
+
+	"github.com/ultimat3/jobs"
+)
+
+// leaseKeyName is the store key the lease tokens are signed with.
+const leaseKeyName = "lease-token-v1"
+
+// A lease token binds a claim to the worker it was given to. It is an HMAC, under a secret kept
+// in the store, of (run, fence, worker): the engine recomputes it on every record and heartbeat
+// instead of storing it, so the hot path writes nothing more, every engine process sharing the
+// store honours every other's tokens, and nothing the admin API can show (the run id, its fence,
+// its worker id) is enough to forge one. Fencing stays underneath: a token for an old fence is
+// still refused by the store as a stale claim.
+
+// leaseKey returns the signing secret, stored on first use by whichever engine process came
+// first.
+func (e *Engine) leaseKey(ctx context.Context) ([]byte, error) {
+	e.keyMu.Lock()
+	defer e.keyMu.Unlock()
+	if e.key != nil {
+		return e.key, nil
+	}
+	candidate := make([]byte, 32)
+	if _, err := rand.Read(candidate); err != nil {
+		return nil, jobs.Wrap(jobs.CodeInternal, err, "generate the lease key")
+	}
+	k, err := e.store.KeyEnsure(ctx, leaseKeyName, candidate)
+	if err != nil {
+		return nil, err
+	}
+	if len(k) < 16 {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "the stored lease key is %d bytes", len(k))
+	}
+	e.key = k
+	return k, nil
+}
+
+func signLease(key []byte, runID string, fence int64, workerID string) string {
+	m := hmac.New(sha256.New, key)
+	return sign(m, runID, fence, workerID)
+}
+
+// sign writes the claim into a keyed (and reset) HMAC and returns the token.
+func sign(m hash.Hash, runID string, fence int64, workerID string) string {
+	// Length-prefixed fields: no two (run, fence, worker) triples share an input.
+	buf := make([]byte, 0, 64+len(runID)+len(workerID))
+	for _, f := range []string{runID, strconv.FormatInt(fence, 10), workerID} {
+		buf = strconv.AppendInt(buf, int64(len(f)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, f...)
+	}
+	m.Write(buf)
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(m.Sum(sum[:0]))
+}
+
+// verifiedClaim is a claim whose token was checked, remembered so the claim's next records cost
+// no HMAC: a step's record is the engine's hottest path.
+type verifiedClaim struct {
+	fence  int64
+	worker string
+	token  string
+}
+
+// checkLease refuses a write or renewal whose token was not issued for this run, fence and
+// worker. It reads nothing but the (cached) key, so a refusal costs no store round trip.
+func (e *Engine) checkLease(ctx context.Context, runID string, fence int64, workerID, token string) error {
+	if token == "" {
+		return jobs.Errorf(jobs.CodeLeaseInvalid, "run %s: the request carries no lease token", runID)
+	}
+	if v, ok := e.verified.Get(runID); ok && v == (verifiedClaim{fence, workerID, token}) {
+		return nil
+	}
+	k, err := e.leaseKey(ctx)
+	if err != nil {
+		return err
+	}
+	m, _ := e.hmacs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, k)
+	}
+	m.Reset()
+	want := sign(m, runID, fence, workerID)
+	e.hmacs.Put(m)
+	if !hmac.Equal([]byte(want), []byte(token)) {
+		return jobs.Errorf(jobs.CodeLeaseInvalid, "run %s: the lease token was not issued for fence %d to worker %q", runID, fence, workerID)
+	}
+	e.verified.Add(runID, verifiedClaim{fence, workerID, token})
+	return nil
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// ledger is what the engine must know of a run's history to check a worker's record against it:
+// the durable-call names in effect and the attempt the run is on, as of seq.
+//
+// Ledgers are kept in an LRU (Config.Ledgers) so that a run's records, one per step, cost no
+// history read: a ledger only ever grows by the events its own run's commits appended, and it is
+// read from the store (from its seq on) only when another process or a timer appended since. The
+// cache is an optimisation, never the authority: Mutation.AfterSeq makes the store refuse a write
+// whose seq is not the run's last, so a check made against a ledger at that seq holds at commit,
+// whichever engine process made it.
+type ledger struct {
+	mu      sync.Mutex
+	seq     int64
+	names   map[string]int64 // durable-call name → the seq that recorded it
+	attempt int
+	job     string // from RunStarted
+}
+
+func newLedger() *ledger { return &ledger{names: map[string]int64{}, attempt: 1} }
+
+// fold applies events in seq order; events at or before l.seq are skipped (a re-read and a
+// commit's answer can overlap). Called with l.mu held.
+func (l *ledger) fold(events []history.Event) error {
+	for _, ev := range events {
+		if ev.Seq <= l.seq {
+			continue
+		}
+		l.seq = ev.Seq
+		switch ev.Kind {
+		case history.KindRunStarted:
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			l.job = p.(history.RunStarted).Job
+		case history.KindStepCompleted, history.KindTimerStarted, history.KindEventWaitStarted:
+			l.names[ev.Name] = ev.Seq
+		case history.KindAttemptFailed:
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			if a := p.(history.AttemptFailed); a.Stop == "" {
+				l.attempt = a.Attempt + 1
+			}
+		case history.KindRunRetried:
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			l.attempt = 1
+			// Retrying from a step discards the calls recorded from it on: their names may be
+			// recorded again.
+			if from := p.(history.RunRetried).FromSeq; from > 0 {
+				for name, seq := range l.names {
+					if seq >= from {
+						delete(l.names, name)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ledgerAt returns the run's ledger at exactly seq, locked; the caller unlocks it. A run whose
+// history is past seq, or short of it, is X_HISTORY_STALE: the record was built on a history
+// the run does not have.
+func (e *Engine) ledgerAt(ctx context.Context, runID string, seq int64) (*ledger, error) {
+	l, ok := e.ledgers.Get(runID)
+	if !ok {
+		l = newLedger()
+		if prev, found, _ := e.ledgers.PeekOrAdd(runID, l); found {
+			l = prev
+		}
+	}
+	l.mu.Lock()
+	if l.seq < seq {
+		events, err := e.store.HistoryRead(ctx, runID, l.seq, 0)
+		if err == nil {
+			err = l.fold(events)
+		}
+		if err != nil {
+			l.mu.Unlock()
+			e.ledgers.Remove(runID) // possibly half-folded: start afresh next time
+			return nil, err
+		}
+	}
+	if l.seq != seq {
+		have := l.seq
+		l.mu.Unlock()
+		return nil, jobs.Errorf(jobs.CodeHistoryStale, "run %s: the record was built on seq %d, the run's history is at seq %d", runID, seq, have)
+	}
+	return l, nil
+}
+
+// settle folds what a commit appended into the run's ledger, so the run's next record needs no
+// read. A ledger that moved on meanwhile is left alone: it is re-read when next needed.
+func (e *Engine) settle(runID string, appended []history.Event) {
+	l, ok := e.ledgers.Peek(runID)
+	if !ok || len(appended) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if appended[0].Seq == l.seq+1 {
+		if err := l.fold(appended); err != nil {
+			e.ledgers.Remove(runID)
+		}
+	}
+}
+
+// claimVerdict explains a record the ledger refused. A writer that no longer holds the claim
+// (its lease lapsed and the run was claimed again, or it was cancelled) is told that, as the
+// store's fence check would: a zombie's stale history is the symptom, its lost claim the cause,
+// and the worker acts on the cause (it stops writing).
+func (e *Engine) claimVerdict(ctx context.Context, req frontend.RecordRequest, refusal error) error {
+	if !jobs.HasCode(refusal, jobs.CodeHistoryStale) && !jobs.HasCode(refusal, jobs.CodeStepDuplicate) {
+		return refusal
+	}
+	run, err := e.store.RunGet(ctx, req.RunID)
+	switch {
+	case err != nil:
+		return err
+	case run.State == store.StateCancelled:
+		return jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", req.RunID)
+	case run.State != store.StateRunning || run.Fence != req.Fence:
+		return jobs.Errorf(jobs.CodeJobLeaseLost, "run %s is %s with fence %d; the write carries fence %d", req.RunID, run.State, run.Fence, req.Fence)
+	}
+	return refusal
+}
+
+// seedLedger gives a fresh run (its history is RunStarted alone) its ledger at claim time, from
+// the row: its first record then reads no history, as the worker reads none either.
+func (e *Engine) seedLedger(r store.Run) {
+	if r.LastSeq != 1 {
+		return
+	}
+	l := newLedger()
+	l.seq, l.job = 1, r.Job
+	e.ledgers.PeekOrAdd(r.ID, l)
+}

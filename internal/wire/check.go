@@ -1,0 +1,206 @@
+// Package wire checks msgpack bytes before anything decodes or stores them. It is shared by the
+// HTTP API (request bodies) and the engine (values a worker or caller asks it to store), so both
+// refuse the same things with the same words.
+package wire
+
+import (
+	"encoding/binary"
+	"math"
+	"unicode/utf8"
+
+	"github.com/ultimat3/jobs"
+)
+
+// Limits of the shape check. Real requests are far inside them: a record carries a handful of
+// commands, a heartbeat one lease per run a worker holds.
+const (
+	MaxDepth     = 32
+	MaxContainer = 1 << 16
+)
+
+// Shape walks one msgpack value and refuses truncated data, trailing data, the reserved byte
+// 0xc1, containers claiming more items than there are bytes left (every item takes at least
+// one) or than MaxContainer, and nesting deeper than MaxDepth.
+//
+// The check is not optional before decoding a request: msgpack/v5 (as of v5.4.1) allocates a
+// struct slice to the length an array header claims before it reads a single element, so a
+// five-byte body claiming 2^32 commands is a multi-gigabyte allocation or a panic.
+func Shape(b []byte) error { return walk(b, false) }
+
+// Value is Shape plus what makes a stored value readable by every surface that renders it: every
+// string (map keys included) is valid UTF-8, and every float is finite. A NaN or an infinity has
+// no JSON form, so a stored one would make the run's history unreadable in the admin API and the
+// CLI; an invalid string would be rendered as U+FFFD by one surface and refused by another.
+func Value(b []byte) error { return walk(b, true) }
+
+func walk(b []byte, values bool) error {
+	bad := func(pos int, what string) error {
+		return jobs.Errorf(jobs.CodeBadRequest, "malformed msgpack at byte %d: %s", pos, what)
+	}
+	if len(b) == 0 {
+		return bad(0, "empty")
+	}
+	// open holds the items still to read in each open container (and whether it is a map, whose
+	// items alternate key and value); the bottom one is the single top-level value.
+	type level struct {
+		left  uint64
+		isMap bool
+	}
+	open := []level{{left: 1}}
+	pos := 0
+	for len(open) > 0 {
+		top := len(open) - 1
+		if open[top].left == 0 {
+			open = open[:top]
+			continue
+		}
+		isKey := open[top].isMap && open[top].left%2 == 0
+		open[top].left--
+		if pos >= len(b) {
+			return bad(pos, "truncated")
+		}
+		c := b[pos]
+		pos++
+		var skip, items uint64
+		container, str, isMap := false, false, false
+		extType := -1 // the byte offset of an ext's type, when the value is an ext
+		// size reads an n-byte big-endian length.
+		size := func(n int) (uint64, bool) {
+			if len(b)-pos < n {
+				return 0, false
+			}
+			var v uint64
+			switch n {
+			case 1:
+				v = uint64(b[pos])
+			case 2:
+				v = uint64(binary.BigEndian.Uint16(b[pos:]))
+			case 4:
+				v = uint64(binary.BigEndian.Uint32(b[pos:]))
+			}
+			pos += n
+			return v, true
+		}
+		ok := true
+		switch {
+		case c <= 0x7f, c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3:
+			// fixints, nil, booleans: the byte is the value
+		case c >= 0x80 && c <= 0x8f:
+			items, container, isMap = 2*uint64(c&0x0f), true, true
+		case c >= 0x90 && c <= 0x9f:
+			items, container = uint64(c&0x0f), true
+		case c >= 0xa0 && c <= 0xbf:
+			skip, str = uint64(c&0x1f), true
+		case c == 0xc1:
+			return bad(pos-1, "reserved byte 0xc1")
+		case c == 0xc4: // bin8
+			skip, ok = size(1)
+		case c == 0xc5:
+			skip, ok = size(2)
+		case c == 0xc6:
+			skip, ok = size(4)
+		case c == 0xd9: // str8
+			skip, ok = size(1)
+			str = true
+		case c == 0xda:
+			skip, ok = size(2)
+			str = true
+		case c == 0xdb:
+			skip, ok = size(4)
+			str = true
+		case c == 0xc7: // ext8: length, type, data
+			skip, ok = size(1)
+			skip++
+			extType = pos
+		case c == 0xc8:
+			skip, ok = size(2)
+			skip++
+			extType = pos
+		case c == 0xc9:
+			skip, ok = size(4)
+			skip++
+			extType = pos
+		case c == 0xca: // float32
+			skip = 4
+			if values && len(b)-pos >= 4 {
+				f := float64(math.Float32frombits(binary.BigEndian.Uint32(b[pos:])))
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					return bad(pos-1, "a float that is NaN or infinite")
+				}
+			}
+		case c == 0xcb: // float64
+			skip = 8
+			if values && len(b)-pos >= 8 {
+				f := math.Float64frombits(binary.BigEndian.Uint64(b[pos:]))
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					return bad(pos-1, "a float that is NaN or infinite")
+				}
+			}
+		case c == 0xce, c == 0xd2: // 4-byte ints
+			skip = 4
+		case c == 0xcf, c == 0xd3: // 8-byte ints
+			skip = 8
+		case c == 0xcc, c == 0xd0:
+			skip = 1
+		case c == 0xcd, c == 0xd1:
+			skip = 2
+		case c >= 0xd4 && c <= 0xd8: // fixext 1, 2, 4, 8, 16: type byte + data
+			skip = 1 + 1<<(c-0xd4)
+			extType = pos
+		case c == 0xdc:
+			items, ok = size(2)
+			container = true
+		case c == 0xdd:
+			items, ok = size(4)
+			container = true
+		case c == 0xde:
+			items, ok = size(2)
+			items *= 2
+			container, isMap = true, true
+		case c == 0xdf:
+			items, ok = size(4)
+			items *= 2
+			container, isMap = true, true
+		}
+		if values && isKey && !str {
+			// A JSON object's keys are strings; a map keyed otherwise has no JSON form.
+			return bad(pos-1, "a map key that is not a string")
+		}
+		if values && extType >= 0 && ok {
+			// The one extension every surface reads is the timestamp (type -1).
+			if extType >= len(b) || b[extType] != 0xff {
+				return bad(pos-1, "an extension type other than the timestamp")
+			}
+			if n := skip - 1; n != 4 && n != 8 && n != 12 {
+				return bad(pos-1, "a timestamp of a length msgpack does not define")
+			}
+		}
+		if !ok {
+			return bad(pos, "truncated length")
+		}
+		left := uint64(len(b) - pos)
+		if container {
+			switch {
+			case items > MaxContainer:
+				return bad(pos, "a container of more than 65536 items")
+			case items > left:
+				return bad(pos, "a container claims more items than the body holds")
+			case len(open) >= MaxDepth:
+				return bad(pos, "nested too deep")
+			}
+			open = append(open, level{left: items, isMap: isMap})
+			continue
+		}
+		if skip > left {
+			return bad(pos, "truncated")
+		}
+		if values && str && !utf8.Valid(b[pos:pos+int(skip)]) {
+			return bad(pos, "a string that is not valid UTF-8")
+		}
+		pos += int(skip)
+	}
+	if pos != len(b) {
+		return bad(pos, "trailing data after the value")
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package wire_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/internal/wire"
+)
+
+// FuzzValueRenders holds Value to its promise: a value it accepts renders as JSON (the admin API
+// and the CLI can show it), and one whatever surface sent it.
+func FuzzValueRenders(f *testing.F) {
+	for _, v := range []any{nil, 1, -1.5, "é", map[string]any{"a": []any{1, "x"}}, math.NaN(), math.Inf(1), []byte{1, 2}} {
+		b, _ := msgpack.Marshal(v)
+		f.Add(b)
+	}
+	f.Add([]byte{0xa2, 0xff, 0xfe})
+	f.Add([]byte{0xca, 0x7f, 0x80, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if wire.Value(b) != nil {
+			return
+		}
+		if wire.Shape(b) != nil {
+			t.Fatalf("Value accepted %x, which Shape refuses", b)
+		}
+		if _, err := jobs.ToJSON(b); err != nil {
+			t.Fatalf("Value accepted %x, which does not render: %v", b, err)
+		}
+	})
+}
+
+// FuzzFromJSONStoresReadableValues: whatever JSON the admin API accepts is stored as a value the
+// engine would accept from msgpack too, and renders back.
+func FuzzFromJSONStoresReadableValues(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `1e400`, `-1e400`, `123456789012345678901234567890`, `"\ud800"`,
+		`"\ud83d\ude00"`, "\"\xff\"", `[1.5, null, true]`, `18446744073709551615`, `"\\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		b, err := jobs.FromJSON(doc)
+		if err != nil {
+			if !jobs.HasCode(err, jobs.CodeBadRequest) {
+				t.Fatalf("FromJSON(%q) refused with %v, want X_BAD_REQUEST", doc, err)
+			}
+			return
+		}
+		if err := wire.Value(b); err != nil {
+			t.Fatalf("FromJSON(%q) stored %x, which the msgpack path refuses: %v", doc, b, err)
+		}
+		if _, err := jobs.ToJSON(b); err != nil {
+			t.Fatalf("FromJSON(%q) stored %x, which does not render: %v", doc, b, err)
+		}
+	})
+}
