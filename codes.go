@@ -51,6 +51,10 @@ const (
 	CodeCommitUnknown            Code = "X_COMMIT_UNKNOWN"
 	CodeInvariant                Code = "X_INVARIANT"
 	CodeInternal                 Code = "X_INTERNAL"
+	CodeScheduleNotFound         Code = "X_SCHEDULE_NOT_FOUND"
+	CodeScheduleNotLeader        Code = "X_SCHEDULE_NOT_LEADER"
+	CodeScheduleConflict         Code = "X_SCHEDULE_CONFLICT"
+	CodeNoScheduler              Code = "X_NO_SCHEDULER"
 )
 
 // CodeInfo is one row of the registry.
@@ -92,6 +96,10 @@ var codeTable = []CodeInfo{
 	{CodeCommitUnknown, Retryable, "a commit was sent and its outcome is unknown (the connection was lost)"},
 	{CodeInvariant, Terminal, "an internal invariant does not hold; a bug"},
 	{CodeInternal, Retryable, "an unexpected internal error"},
+	{CodeScheduleNotFound, Terminal, "no schedule of that name is declared to the scheduler"},
+	{CodeScheduleNotLeader, Retryable, "this scheduler no longer holds the leader lease; the fire was refused and changed nothing"},
+	{CodeScheduleConflict, Retryable, "the schedule's watermark moved (another leader fired) or it was paused; the fire was refused and changed nothing"},
+	{CodeNoScheduler, Terminal, "this engine runs no scheduler"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -332,6 +332,8 @@ type Store interface {
 	// SlotRelease gives a slot back.
 	SlotRelease(ctx context.Context, key, holder string) error
 
+	Schedules // the cron scheduler's leader lease and watermarks (schedules.go)
+
 	// Close releases the store's resources.
 	Close() error
 }
