@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/fx"
 
@@ -107,6 +108,7 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	logLevel     string
 	logFormat    string
+	noScheduler  bool
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {
@@ -119,6 +121,8 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"how long a SIGTERM waits for requests and commits in flight [$JOBS_DRAIN_TIMEOUT]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	f.BoolVar(&o.noScheduler, "no-scheduler", cli.Env("JOBS_NO_SCHEDULER", "") != "",
+		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER]")
 }
 
 // serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
@@ -139,10 +143,12 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		log.Warn("jobs.api.unauthenticated", "addr", o.addr,
 			"hint", "the API is reachable beyond this machine and takes no token: set --token or JOBS_TOKEN")
 	}
-	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr)
+	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "scheduler", !o.noScheduler)
 	app := fx.New(
 		cli.FxLogger(log),
 		fx.Supply(log),
+		fx.Provide(fx.Annotate(metricsRegistry, fx.As(new(prometheus.Registerer)), fx.As(new(prometheus.Gatherer)))),
+		schedulerOption(o.noScheduler),
 		fx.Provide(func(lc fx.Lifecycle) (store.Store, error) {
 			st, err := o.db.open(cmd.Context(), log)
 			if err != nil {
