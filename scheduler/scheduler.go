@@ -239,11 +239,7 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	names := make([]string, len(cs))
-	for i, c := range cs {
-		names[i] = c.Name
-	}
-	states, err := s.store.ScheduleInit(ctx, names, watermarkOf(now))
+	states, err := s.states(ctx, cs, now)
 	if err != nil {
 		return err
 	}
@@ -257,6 +253,39 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// states returns the state of each schedule, in order, giving those first seen their state at
+// now. The read goes first so that a round with nothing new writes nothing but its lease.
+func (s *Scheduler) states(ctx context.Context, cs []*compiled, now time.Time) ([]store.ScheduleState, error) {
+	all, err := s.store.ScheduleList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]store.ScheduleState, len(all))
+	for _, st := range all {
+		byName[st.Name] = st
+	}
+	var missing []string
+	for _, c := range cs {
+		if _, ok := byName[c.Name]; !ok {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) > 0 {
+		fresh, err := s.store.ScheduleInit(ctx, missing, watermarkOf(now))
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range fresh {
+			byName[st.Name] = st
+		}
+	}
+	out := make([]store.ScheduleState, len(cs))
+	for i, c := range cs {
+		out[i] = byName[c.Name]
+	}
+	return out, nil
 }
 
 // watermarkOf is now as a watermark: whole seconds (cron's resolution), which every store keeps
