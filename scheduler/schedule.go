@@ -27,6 +27,9 @@ const (
 	RunAll Policy = "run-all"
 )
 
+// maxNameLen bounds a schedule's name, so its runs' keys fit the stores' identifier limit.
+const maxNameLen = 900
+
 // DefaultMaxCatchUp bounds the walk of one round when a schedule declares no MaxCatchUp.
 const DefaultMaxCatchUp = 10
 
@@ -180,6 +183,15 @@ func (s Schedule) compile() (*compiled, error) {
 		if err := jobs.ValidIdentifier(field, v); err != nil {
 			return bad("%s", err.Error())
 		}
+	}
+	// The name starts every key and EnqueuedBy of the schedule's runs: it must leave them room
+	// under the 1,000-byte identifier limit, and hold no '@', so "<name>@<instant>" and
+	// "<name>@manual@<instant>" can never be read two ways.
+	if len(s.Name) > maxNameLen {
+		return bad("the name is %d bytes; the limit is %d", len(s.Name), maxNameLen)
+	}
+	if strings.Contains(s.Name, "@") {
+		return bad("the name holds '@', which separates the name from the instant in its runs' keys")
 	}
 	if s.Job == "" {
 		return bad("names no job")

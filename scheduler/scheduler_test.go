@@ -51,12 +51,15 @@ func TestDefineRefusesBadValues(t *testing.T) {
 	}
 	// A plain-data schedule (as a remote declaration arrives) is held to the same rules.
 	for what, s := range map[string]scheduler.Schedule{
-		"no tenant":       {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping"},
-		"no job":          {Name: "s", Spec: "@hourly", TZ: "UTC", NoTenant: true},
-		"no name":         {Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true},
-		"bad input":       {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true, Input: []byte{0xc1}},
-		"a bad zone":      {Name: "s", Spec: "@hourly", TZ: "Bogota", Job: "ping", NoTenant: true},
-		"negative maxCUp": {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true, MaxCatchUp: -1},
+		"no tenant":        {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping"},
+		"no job":           {Name: "s", Spec: "@hourly", TZ: "UTC", NoTenant: true},
+		"no name":          {Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true},
+		"bad input":        {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true, Input: []byte{0xc1}},
+		"a bad zone":       {Name: "s", Spec: "@hourly", TZ: "Bogota", Job: "ping", NoTenant: true},
+		"negative maxCUp":  {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true, MaxCatchUp: -1},
+		"an @ in the name": {Name: "s@manual", Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true},
+		"a long name":      {Name: strings.Repeat("n", 901), Spec: "@hourly", TZ: "UTC", Job: "ping", NoTenant: true},
+		"a NUL in the job": {Name: "s", Spec: "@hourly", TZ: "UTC", Job: "pi\x00ng", NoTenant: true},
 	} {
 		if err := s.Validate(); !jobs.HasCode(err, jobs.CodeJobDefinition) {
 			t.Errorf("%s: Validate = %v, want %s", what, err, jobs.CodeJobDefinition)
