@@ -60,6 +60,10 @@ const (
 	CodeRouteNotFound    Code = "X_ROUTE_NOT_FOUND"
 	CodeMethodNotAllowed Code = "X_METHOD_NOT_ALLOWED"
 	CodeListenFailed     Code = "X_LISTEN_FAILED"
+	CodeScheduleNotFound         Code = "X_SCHEDULE_NOT_FOUND"
+	CodeScheduleNotLeader        Code = "X_SCHEDULE_NOT_LEADER"
+	CodeScheduleConflict         Code = "X_SCHEDULE_CONFLICT"
+	CodeNoScheduler              Code = "X_NO_SCHEDULER"
 )
 
 // CodeInfo is one row of the registry.
@@ -109,6 +113,10 @@ var codeTable = []CodeInfo{
 	{CodeRouteNotFound, Terminal, "no API route has that path"},
 	{CodeMethodNotAllowed, Terminal, "the API route exists but not for that method"},
 	{CodeListenFailed, Terminal, "the server could not listen on its address (in use, or not this machine's)"},
+	{CodeScheduleNotFound, Terminal, "no schedule of that name is declared to the scheduler"},
+	{CodeScheduleNotLeader, Retryable, "this scheduler no longer holds the leader lease; the fire was refused and changed nothing"},
+	{CodeScheduleConflict, Retryable, "the schedule's watermark moved (another leader fired) or it was paused; the fire was refused and changed nothing"},
+	{CodeNoScheduler, Terminal, "this engine runs no scheduler"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

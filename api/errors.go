@@ -52,6 +52,11 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeDriverUnavailable: http.StatusServiceUnavailable,
 	jobs.CodeTimeout:           http.StatusGatewayTimeout,
 	jobs.CodeStepTimeout:       http.StatusGatewayTimeout,
+	// The scheduler: an unknown schedule or none running; a fire refused by the leader lease.
+	jobs.CodeScheduleNotFound:  http.StatusNotFound,
+	jobs.CodeNoScheduler:       http.StatusNotFound,
+	jobs.CodeScheduleNotLeader: http.StatusConflict,
+	jobs.CodeScheduleConflict:  http.StatusConflict,
 	// A bug on this side.
 	jobs.CodeInvariant: http.StatusInternalServerError,
 	jobs.CodeInternal:  http.StatusInternalServerError,

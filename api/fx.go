@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/scheduler"
 )
 
 // Module serves the API as part of an fx app: it provides the *Server built from the app's
@@ -25,6 +26,7 @@ type Params struct {
 	Lifecycle  fx.Lifecycle
 	Config     Config
 	Engine     *engine.Engine        `optional:"true"`
+	Scheduler  *scheduler.Scheduler  `optional:"true"`
 	Registerer prometheus.Registerer `optional:"true"`
 	Gatherer   prometheus.Gatherer   `optional:"true"`
 	Logger     *slog.Logger          `optional:"true"`
@@ -34,6 +36,9 @@ func provideServer(p Params) (*Server, error) {
 	cfg := p.Config
 	if cfg.Engine == nil {
 		cfg.Engine = p.Engine
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = p.Scheduler
 	}
 	if cfg.Registerer == nil {
 		cfg.Registerer = p.Registerer

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/scheduler"
 )
 
 // DefaultAddr is where the server listens unless told otherwise: loopback, so an engine started
@@ -46,6 +47,9 @@ const DefaultAddr = "127.0.0.1:7233"
 type Config struct {
 	// Engine serves every request. Required.
 	Engine *engine.Engine
+	// Scheduler serves the /v1/schedules routes. Optional: without one they answer
+	// X_NO_SCHEDULER.
+	Scheduler *scheduler.Scheduler
 	// Addr is the address Start listens on. Defaults to DefaultAddr (127.0.0.1:7233).
 	Addr string
 	// Credentials are bearer tokens with a role (worker, operator, viewer, admin) and optionally
@@ -186,6 +190,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
 	mux.Handle("GET /v1/codes", s.serve(s.codes))
 	mux.Handle("GET /v1/manifest", s.serve(s.manifest))
+	mux.Handle("GET /v1/schedules", s.serve(s.listSchedules))
+	mux.Handle("GET /v1/schedules/{name}", s.serve(s.getSchedule()))
+	mux.Handle("POST /v1/schedules/{name}/pause", s.serve(s.pauseSchedule()))
+	mux.Handle("POST /v1/schedules/{name}/resume", s.serve(s.resumeSchedule()))
+	mux.Handle("POST /v1/schedules/{name}/trigger", s.serve(s.triggerSchedule()))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

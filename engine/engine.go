@@ -239,19 +239,40 @@ func (e *Engine) woke(w []store.Woken) {
 
 // Enqueue starts a run, or returns the live run holding the same (job, key).
 func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
-	if err := req.Validate(); err != nil {
+	p, err := e.PrepareRun(ctx, req, e.clock.Now())
+	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
+	res, err := e.create(ctx, p)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if !res.Deduped {
+		if p.Timer != nil {
+			e.timers.Kick()
+		} else {
+			e.matching.Wake()
+		}
+	}
+	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil
+}
+
+// PrepareRun validates an enqueue and builds the run it creates at now, with its RunStarted
+// event: the one definition of a new run, shared by Enqueue and the scheduler's fires.
+func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now time.Time) (store.CreateRunParams, error) {
+	if err := req.Validate(); err != nil {
+		return store.CreateRunParams{}, err
+	}
 	if len(req.Input) > e.cfg.MaxPayload {
-		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the limit is %d", req.Job, len(req.Input), e.cfg.MaxPayload)
+		return store.CreateRunParams{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the limit is %d", req.Job, len(req.Input), e.cfg.MaxPayload)
 	}
 	if len(req.Input) > 0 {
 		if err := wire.Value(req.Input); err != nil {
-			return jobs.EnqueueResult{}, err
+			return store.CreateRunParams{}, err
 		}
 	}
 	if err := e.resolveQueue(ctx, &req); err != nil {
-		return jobs.EnqueueResult{}, err
+		return store.CreateRunParams{}, err
 	}
 	if req.Queue == "" {
 		req.Queue = jobs.DefaultQueue
@@ -259,7 +280,6 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 	if len(req.Input) == 0 {
 		req.Input, _ = jobs.Encode(nil)
 	}
-	now := e.clock.Now()
 	run := store.Run{
 		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
 		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
@@ -274,18 +294,7 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		p.Run.ReadyAt = now.Add(req.Delay)
 		p.Timer = &store.Timer{Key: "delay", DueAt: now.Add(req.Delay)}
 	}
-	res, err := e.create(ctx, p)
-	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if !res.Deduped {
-		if p.Timer != nil {
-			e.timers.Kick()
-		} else {
-			e.matching.Wake()
-		}
-	}
-	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil
+	return p, nil
 }
 
 // PublishEvent publishes an event (payload msgpack-encoded, see jobs.Encode) to the runs

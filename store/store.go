@@ -342,6 +342,7 @@ type Store interface {
 	SlotRelease(ctx context.Context, key, holder string) error
 
 	Workers
+	Schedules // the cron scheduler's leader lease and watermarks (schedules.go)
 
 	// Close releases the store's resources.
 	Close() error

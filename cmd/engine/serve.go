@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/fx"
 
@@ -115,6 +116,7 @@ type serveOptions struct {
 	workerToken, operatorToken, viewerToken string
 	credentials                             []string
 	allowUnauthenticated                    bool
+	noScheduler  bool
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {
@@ -139,6 +141,8 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"serve beyond loopback without any token (refused otherwise)")
 	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.Env("JOBS_ALLOW_UNDECLARED", "") == "1",
 		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
+	f.BoolVar(&o.noScheduler, "no-scheduler", cli.Env("JOBS_NO_SCHEDULER", "") != "",
+		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER]")
 }
 
 // serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
@@ -174,10 +178,12 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 	if o.token == "" && len(creds) == 0 && !loopback(o.addr) && !o.allowUnauthenticated {
 		return cli.Usage("--addr %s is reachable beyond this machine and no token is set: set --token (or role tokens), or pass --allow-unauthenticated", o.addr)
 	}
-	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease)
+	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease, "scheduler", !o.noScheduler)
 	app := fx.New(
 		cli.FxLogger(log),
 		fx.Supply(log),
+		fx.Provide(fx.Annotate(metricsRegistry, fx.As(new(prometheus.Registerer)), fx.As(new(prometheus.Gatherer)))),
+		schedulerOption(o.noScheduler),
 		fx.Provide(func(lc fx.Lifecycle) (store.Store, error) {
 			st, err := o.db.open(cmd.Context(), log)
 			if err != nil {

@@ -52,6 +52,9 @@ type Store struct {
 	pubSeq int64
 	// slots maps a slot key to its holders and when each holder's slot expires.
 	slots map[string]map[string]time.Time
+	// leaders and schedules are the scheduler's lease rows and watermarks (schedules.go).
+	leaders   map[string]store.Leader
+	schedules map[string]store.ScheduleState
 }
 
 type jobKey struct{ job, key string }
@@ -123,6 +126,8 @@ func New() *Store {
 		published:    map[pairKey][]*publishedEvent{},
 		publishedIDs: map[string]*publishedEvent{},
 		slots:        map[string]map[string]time.Time{},
+		leaders:      map[string]store.Leader{},
+		schedules:    map[string]store.ScheduleState{},
 	}
 }
 
@@ -293,7 +298,11 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	return s.create(ps)
+}
 
+// create is RunCreate under the lock, so a schedule's fire shares its transaction.
+func (s *Store) create(ps []store.CreateRunParams) ([]store.CreateRunResult, error) {
 	// First pass: decide every outcome and refuse the whole call before writing anything, so
 	// the batch is one transaction. A param is deduped against a live run or against an earlier
 	// param of the same batch.

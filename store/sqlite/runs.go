@@ -136,8 +136,21 @@ func (t *wtx) armTimer(runID string, tm store.Timer) error {
 // state other than ready or delayed) fails whole, with X_INVARIANT: those are the engine's bugs,
 // and the batch is one transaction.
 func (s *Store) RunCreate(ctx context.Context, runs []store.CreateRunParams) ([]store.CreateRunResult, error) {
+	var out []store.CreateRunResult
+	err := s.write(ctx, "create runs", func(t *wtx) (err error) {
+		out, err = t.createRuns(runs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// createRuns is RunCreate inside a write transaction, so a schedule's fire shares it.
+func (t *wtx) createRuns(runs []store.CreateRunParams) ([]store.CreateRunResult, error) {
 	out := make([]store.CreateRunResult, len(runs))
-	err := s.write(ctx, "create runs", func(t *wtx) error {
+	err := func() error {
 		for i, p := range runs {
 			// The check and the insert share the write transaction, so no other create can
 			// slip between them (an earlier run of this call included); runs_live_key would
@@ -173,7 +186,7 @@ func (s *Store) RunCreate(ctx context.Context, runs []store.CreateRunParams) ([]
 			out[i] = store.CreateRunResult{Run: r}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}

@@ -225,4 +225,5 @@ var writeStatements = []string{
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,
 	sqlWorkerReleaseClaims, sqlWorkerReleaseSticky,
+	sqlLeaderAcquire, sqlLeaderGet, sqlLeaderRelease, sqlScheduleInsert, sqlScheduleGet, sqlScheduleSave,
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Keys", keyTests},
 		{"AfterSeq", seqTests},
 		{"Manifest", manifestTests},
+		{"Schedules", scheduleTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
