@@ -51,6 +51,11 @@ const (
 	CodeCommitUnknown            Code = "X_COMMIT_UNKNOWN"
 	CodeInvariant                Code = "X_INVARIANT"
 	CodeInternal                 Code = "X_INTERNAL"
+	// Backfills (package backfill).
+	CodeBackfillStalled          Code = "X_BACKFILL_STALLED"
+	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
+	CodeBackfillMigrationPending Code = "X_BACKFILL_MIGRATION_PENDING"
+	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 )
 
 // CodeInfo is one row of the registry.
@@ -92,6 +97,10 @@ var codeTable = []CodeInfo{
 	{CodeCommitUnknown, Retryable, "a commit was sent and its outcome is unknown (the connection was lost)"},
 	{CodeInvariant, Terminal, "an internal invariant does not hold; a bug"},
 	{CodeInternal, Retryable, "an unexpected internal error"},
+	{CodeBackfillStalled, Terminal, "a backfill's source ran out while its count still matches rows: the two predicates disagree, which no retry fixes"},
+	{CodeBackfillEnvironment, Terminal, "a backfill was asked to run in an environment its declaration does not list"},
+	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},
+	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

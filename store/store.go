@@ -332,6 +332,9 @@ type Store interface {
 	// SlotRelease gives a slot back.
 	SlotRelease(ctx context.Context, key, holder string) error
 
+	// Backfills is the backfill ledger (store/backfill.go).
+	Backfills
+
 	// Close releases the store's resources.
 	Close() error
 }

@@ -50,6 +50,8 @@ type Store struct {
 	pubSeq int64
 	// slots maps a slot key to its holders and when each holder's slot expires.
 	slots map[string]map[string]time.Time
+	// ledger is the backfill ledger (backfill.go); its zero value is ready.
+	ledger backfillLedger
 }
 
 type jobKey struct{ job, key string }
