@@ -145,6 +145,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/record", s.serve(s.record))
 	mux.Handle("POST /v1/worker/heartbeat", s.serve(s.heartbeat))
 	mux.Handle("POST /v1/worker/history", s.serve(s.workerHistory))
+	mux.Handle("POST /v1/worker/backfill/open", s.serve(s.backfillOpen))
+	mux.Handle("POST /v1/worker/backfill/report", s.serve(s.backfillReport))
 	// The admin API.
 	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
 	mux.Handle("GET /v1/runs", s.serve(s.listRuns))
@@ -156,6 +158,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/queues", s.serve(s.queues))
 	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
 	mux.Handle("GET /v1/codes", s.serve(s.codes))
+	mux.Handle("GET /v1/backfills", s.serve(s.listBackfills))
+	mux.Handle("GET /v1/backfills/declared", s.serve(s.declaredBackfills))
+	mux.Handle("GET /v1/backfills/pending", s.serve(s.pendingBackfills))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

@@ -52,6 +52,9 @@ type Config struct {
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
 	Logger       *slog.Logger
+	// Backfills returns the backfills the application declares (engine/backfill.go); nil: the
+	// engine knows only those its ledger holds.
+	Backfills BackfillDeclarations
 }
 
 // Engine is the run lifecycle over a store.

@@ -26,6 +26,8 @@ type Frontend interface {
 	Heartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResponse, error)
 	// History returns a run's events after afterSeq.
 	History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error)
+	// Backfills is a pass's ledger row (frontend/backfill.go).
+	Backfills
 }
 
 // PollRequest asks for work.

@@ -65,8 +65,9 @@ type BackfillFinish struct {
 // a worker that resends one (its answer was lost) changes nothing twice.
 type Backfills interface {
 	// BackfillOpen inserts b as a running row, or, when the run already has a row, adopts it: a
-	// failed or running row becomes running again, keeping its StartedAt, counts and cursor; a
-	// completed row is returned unchanged. adopted reports an existing row.
+	// failed or running row becomes running again, keeping its StartedAt, counts and cursor (and
+	// taking b.Total when it is ≥ 0); a completed row is returned unchanged. adopted reports an
+	// existing row.
 	BackfillOpen(ctx context.Context, b Backfill) (row Backfill, adopted bool, err error)
 	// BackfillUpdate records progress on a running row. A report older than the row's (fewer
 	// batches) is ignored, so a late resend never rewinds it. No row, or a row not running, is

@@ -27,6 +27,9 @@ func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backf
 			row.Status = store.BackfillRunning
 			row.Error = ""
 			row.UpdatedAt = b.UpdatedAt
+			if b.Total >= 0 {
+				row.Total = b.Total
+			}
 		}
 		return *row, true, nil
 	}

@@ -16,7 +16,9 @@ const (
 		ON CONFLICT (run_id) DO UPDATE SET
 			status     = CASE WHEN {S}.backfills.status = 'completed' THEN 'completed' ELSE 'running' END,
 			error      = CASE WHEN {S}.backfills.status = 'completed' THEN {S}.backfills.error ELSE '' END,
-			updated_at = CASE WHEN {S}.backfills.status = 'completed' THEN {S}.backfills.updated_at ELSE EXCLUDED.updated_at END
+			updated_at = CASE WHEN {S}.backfills.status = 'completed' THEN {S}.backfills.updated_at ELSE EXCLUDED.updated_at END,
+			total      = CASE WHEN {S}.backfills.status <> 'completed' AND EXCLUDED.total >= 0 THEN EXCLUDED.total
+			                  ELSE {S}.backfills.total END
 		RETURNING ` + backfillCols + `, xmax <> 0`
 
 	// sqlBackfillUpdate never rewinds a row: a resend older than what is recorded is ignored.

@@ -22,7 +22,7 @@ func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backf
 	var row store.Backfill
 	var adopted bool
 	err := s.write(ctx, "backfill open", func(t *wtx) error {
-		if _, err := t.exec(sqlBackfillAdopt, encTime(b.UpdatedAt), b.RunID); err != nil {
+		if _, err := t.exec(sqlBackfillAdopt, encTime(b.UpdatedAt), b.RunID, b.Total); err != nil {
 			return err
 		}
 		got, err := scanBackfill(t.queryRow(sqlBackfillGet, b.RunID))

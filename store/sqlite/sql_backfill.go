@@ -12,8 +12,9 @@ const (
 		VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, '', ?, ?, ?)`
 
 	// sqlBackfillAdopt: a retry adopts its own row; a completed row stays as it is.
-	sqlBackfillAdopt = `UPDATE backfills SET status = 'running', error = '', updated_at = ?
-		WHERE run_id = ? AND status <> 'completed'`
+	sqlBackfillAdopt = `UPDATE backfills SET status = 'running', error = '', updated_at = ?1,
+		total = CASE WHEN ?3 >= 0 THEN ?3 ELSE total END
+		WHERE run_id = ?2 AND status <> 'completed'`
 
 	// sqlBackfillUpdate never rewinds a row: a resend older than what is recorded is ignored.
 	sqlBackfillUpdate = `UPDATE backfills SET rows_done = ?, batches = ?, cursor = ?, updated_at = ?

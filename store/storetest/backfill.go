@@ -64,9 +64,9 @@ var backfillTests = []test{
 		}
 		// The next attempt opens at a later time: it adopts the row, started_at unmoved.
 		later := pass(1, "slugs")
-		later.StartedAt, later.UpdatedAt = at(time.Minute), at(time.Minute)
+		later.StartedAt, later.UpdatedAt, later.Total = at(time.Minute), at(time.Minute), 900
 		row, adopted := openPass(t, s, later)
-		if !adopted || row.Status != store.BackfillRunning || row.Error != "" || !row.StartedAt.Equal(at(time.Second)) ||
+		if !adopted || row.Status != store.BackfillRunning || row.Error != "" || !row.StartedAt.Equal(at(time.Second)) || row.Total != 900 ||
 			row.Rows != 300 || row.Batches != 3 || row.Cursor != `[300]` {
 			t.Fatalf("adopted row = %+v (adopted %v)", row, adopted)
 		}
