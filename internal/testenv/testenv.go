@@ -30,6 +30,8 @@ type Options struct {
 	Lookback time.Duration
 	// Logger defaults to discarding unless JOBS_TEST_LOG is set.
 	Logger *slog.Logger
+	// Backfills is the engine's provider of backfill declarations. Optional.
+	Backfills engine.BackfillDeclarations
 }
 
 // Env is an engine over a store, plus the workers a test starts.
@@ -51,7 +53,7 @@ func Start(t testing.TB, o Options) *Env {
 		o.Logger = Logger()
 	}
 	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
-		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger})
+		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger, Backfills: o.Backfills})
 	if err != nil {
 		t.Fatal(err)
 	}
