@@ -56,6 +56,7 @@ const (
 	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
 	CodeBackfillMigrationPending Code = "X_BACKFILL_MIGRATION_PENDING"
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
+	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
 )
 
 // CodeInfo is one row of the registry.
@@ -101,6 +102,7 @@ var codeTable = []CodeInfo{
 	{CodeBackfillEnvironment, Terminal, "a backfill was asked to run in an environment its declaration does not list"},
 	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
+	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

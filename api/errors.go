@@ -39,6 +39,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeBackfillEnvironment:      http.StatusConflict,
 	jobs.CodeBackfillMigrationPending: http.StatusConflict,
 	jobs.CodeBackfillStalled:          http.StatusConflict,
+	jobs.CodeBackfillPending:          http.StatusConflict,
 	// Come back later.
 	jobs.CodeRateLimited:       http.StatusTooManyRequests,
 	jobs.CodeOverloaded:        http.StatusServiceUnavailable,

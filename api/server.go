@@ -134,6 +134,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
 		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
 	}
+	if err := cfg.Registerer.Register(newBackfillCollector(cfg.Engine, cfg.Logger)); err != nil {
+		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the backfill collector")
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -58,5 +58,6 @@ func newRootCmd() *cobra.Command {
 
 	root.AddCommand(serveCmd, newMigrateCmd(), newJobsCmd(), newEventsCmd(), newHistoryCmd(),
 		newDeadLettersCmd(), newCodesCmd())
+	root.AddCommand(newBackfillCmd())
 	return root
 }
