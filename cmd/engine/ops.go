@@ -14,10 +14,10 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/cmd/internal/cli"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
-	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/store"
 )
 
