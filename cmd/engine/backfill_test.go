@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -239,6 +241,19 @@ func TestBackfillCommands(t *testing.T) {
 	r = o.run(t, "jobs", "ls")
 	if !strings.Contains(r.stdout, "cli-held") || !strings.Contains(r.stdout, "[4]") {
 		t.Fatalf("jobs ls printed\n%s", r.stdout)
+	}
+	// The same projection feeds the metrics.
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`backfill_rows{backfill="cli-held",run="` + res.RunID + `"} 5`,
+		`backfill_rows_left{backfill="cli-held",run="` + res.RunID + `"} 5`, `backfill_rows_per_second{backfill="cli-held"`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
 	}
 	close(held.hold)
 	env.Await(res.RunID, store.StateCompleted)
