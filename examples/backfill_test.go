@@ -90,7 +90,10 @@ func TestInvoiceBackfillOnSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	seedInvoices(t, func(ctx context.Context, q string, args ...any) error { _, err := db.ExecContext(ctx, q, args...); return err })
+	seedInvoices(t, func(ctx context.Context, q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	})
 	runInvoiceBackfill(t, examples.InvoiceCurrencySQL(db), func() (eur, usd, null int) {
 		_ = db.QueryRow(`SELECT count(*) FILTER (WHERE currency = 'EUR'), count(*) FILTER (WHERE currency = 'USD'),
 			count(*) FILTER (WHERE currency IS NULL) FROM invoices`).Scan(&eur, &usd, &null)
@@ -113,7 +116,10 @@ func TestInvoiceBackfillOnPostgres(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), fmt.Sprintf("CREATE SCHEMA %s", schema)); err != nil {
 		t.Fatal(err)
 	}
-	seedInvoices(t, func(ctx context.Context, q string, args ...any) error { _, err := pool.Exec(ctx, q, args...); return err })
+	seedInvoices(t, func(ctx context.Context, q string, args ...any) error {
+		_, err := pool.Exec(ctx, q, args...)
+		return err
+	})
 	runInvoiceBackfill(t, examples.InvoiceCurrencyPgx(pool), func() (eur, usd, null int) {
 		_ = pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE currency = 'EUR'), count(*) FILTER (WHERE currency = 'USD'),
 			count(*) FILTER (WHERE currency IS NULL) FROM invoices`).Scan(&eur, &usd, &null)
