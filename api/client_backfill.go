@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/backfill"
@@ -16,7 +18,17 @@ import (
 func (c *Client) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequest) (frontend.BackfillOpenResponse, error) {
 	var out frontend.BackfillOpenResponse
 	err := c.callMsgpack(ctx, "/v1/worker/backfill/open", req, &out, c.timeout, jobs.CodeStoreUnavailable)
+	if noRoute(err) {
+		// An engine from before backfills: it keeps no ledger, and the pass runs anyway.
+		return frontend.BackfillOpenResponse{Ledger: false}, nil
+	}
 	return out, err
+}
+
+// noRoute reports the engine's answer to a route it does not serve.
+func noRoute(err error) bool {
+	var e *jobs.Error
+	return errors.As(err, &e) && e.Code == jobs.CodeBadRequest && strings.HasPrefix(e.Message, "no route for ")
 }
 
 // BackfillReport implements frontend.Backfills. Reports are idempotent, so a lost answer is

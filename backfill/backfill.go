@@ -418,6 +418,10 @@ func openLedger(c *jobs.Ctx, d Declaration, force bool, appVersion string) (*led
 	switch {
 	case jobs.HasCode(err, jobs.CodeJobLeaseLost), jobs.HasCode(err, jobs.CodeAborted):
 		return nil, err
+	case err != nil && jobs.ClassOf(jobs.CodeOf(err)) != jobs.Terminal:
+		// The ledger is there but failing: this attempt fails and is retried, rather than
+		// sweeping without a row and leaving the name pending after it completed.
+		return nil, err
 	case err != nil:
 		out.warn(c, "the ledger row could not be opened, so this pass keeps no ledger: %v", err)
 		return out, nil

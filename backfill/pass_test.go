@@ -2,16 +2,22 @@ package backfill_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/backfill"
+	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 )
 
 func TestPassSweepsEveryRowAndCompletesItsLedgerRow(t *testing.T) {
@@ -290,4 +296,69 @@ func TestPerTenantPassScopesEveryPage(t *testing.T) {
 			t.Fatalf("per-tenant enqueue without a tenant: %v; want X_JOB_TENANT_REQUIRED", err)
 		}
 	})
+}
+
+// A worker on an engine that serves no ledger routes (one from before backfills) sweeps anyway.
+func TestAnEngineWithoutLedgerRoutesRunsThePassAnyway(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Clock: clock.Real{}})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/worker/backfill/") {
+			r.URL.Path = "/v1/worker/unknown"
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer old.Close()
+	defer srv.Drain()
+	c, err := api.NewClient(old.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tb := newTable(7)
+	b := backfill.MustDefine("old-engine", backfill.AllTenants(), tb.source(), tb.handle, backfill.BatchSize(3), backfill.Rate(1e6))
+	w := env.Worker(workerConfig(c), b)
+	res := enqueue(t, env, b, backfill.Input{})
+	out := result(t, b, env.Await(res.RunID, store.StateCompleted))
+	_ = w.Stop(context.Background())
+	if out.Rows != 7 || len(out.Warnings) != 0 || len(ledger(t, env, "old-engine")) != 0 {
+		t.Fatalf("result = %+v; want every row swept, no warning, no ledger row", out)
+	}
+}
+
+// flakyLedger fails its first opens as a store that is down would.
+type flakyLedger struct {
+	frontend.Frontend
+	fails *atomic.Int32
+}
+
+func (f flakyLedger) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequest) (frontend.BackfillOpenResponse, error) {
+	if f.fails.Add(-1) >= 0 {
+		return frontend.BackfillOpenResponse{}, jobs.Errorf(jobs.CodeStoreUnavailable, "injected")
+	}
+	return f.Frontend.BackfillOpen(ctx, req)
+}
+
+// A ledger that is there but failing fails the attempt (retried), rather than letting the pass
+// sweep without a row and leave the name pending once it completed.
+func TestAFailingLedgerFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Clock: clock.Real{}})
+	fails := &atomic.Int32{}
+	fails.Store(4) // every try of the first attempt
+	tb := newTable(4)
+	b := backfill.MustDefine("flaky-ledger", backfill.AllTenants(), tb.source(), tb.handle, backfill.Rate(1e6), fastRetry)
+	env.Worker(workerConfig(flakyLedger{env.Engine, fails}), b)
+	res := enqueue(t, env, b, backfill.Input{})
+	run := env.Await(res.RunID, store.StateCompleted)
+	if run.Attempt != 2 || tb.statements() != 1 {
+		t.Fatalf("attempt %d, %d statements; want the first attempt refused before any page", run.Attempt, tb.statements())
+	}
+	if rows := ledger(t, env, "flaky-ledger"); len(rows) != 1 || rows[0].Status != backfill.StatusCompleted {
+		t.Fatalf("ledger = %+v; want the pass's completed row", rows)
+	}
 }
