@@ -102,6 +102,9 @@ func backfillPending(cmd *cobra.Command, c *api.Client, o *backfillOptions) erro
 			return err
 		}
 	} else {
+		if len(rep.Rows) == 0 {
+			fmt.Fprintln(out, "no backfills are declared to this engine")
+		}
 		tw := newTable(out)
 		fmt.Fprintln(tw, "BACKFILL\tSTATE\tRUN\tCHECKSUM")
 		for _, r := range rep.Rows {
@@ -279,12 +282,14 @@ func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Dec
 	if err != nil {
 		return fail(err)
 	}
+	// The newest completed pass, however many passes came after it.
+	done, err := c.Backfills(ctx, store.BackfillFilter{Name: d.Name, Status: backfill.StatusCompleted, Limit: 1})
+	if err != nil {
+		return fail(err)
+	}
 	var completed *backfill.Progress
-	for i := range passes {
-		if passes[i].Status == backfill.StatusCompleted {
-			completed = &passes[i]
-			break
-		}
+	if len(done) == 1 {
+		completed = &done[0]
 	}
 	if len(passes) > 0 {
 		r.Last = &passes[0]
