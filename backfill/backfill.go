@@ -295,7 +295,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 		}
 	}
 	res.Warnings = append(res.Warnings, ldg.warnings...)
-	if b.cfg.count != nil && !ldg.adopted {
+	if b.cfg.count != nil && ldg.l != nil && !ldg.adopted {
 		// The count at the start is for people (rows left, an ETA); the check that the pass
 		// converged is the count after the last page.
 		if n, err := b.cfg.count(c); err == nil && n >= 0 {
