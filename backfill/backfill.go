@@ -34,6 +34,10 @@ const (
 	DefaultRate = 5.0
 )
 
+// ProgressEvery bounds how often a pass reports its progress to the ledger (the first page of an
+// attempt always reports, and so does the end of the pass).
+const ProgressEvery = time.Second
+
 // Input is a pass's input.
 type Input struct {
 	// Force sweeps again a name that already completed, into a new ledger row.
@@ -305,7 +309,8 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 
 	clk := clock.FromContext(c)
 	interval := time.Duration(float64(time.Second) / b.cfg.rate)
-	var lastLive time.Time // when this execution's previous live page ended
+	var lastLive time.Time   // when this execution's previous live page ended
+	var lastReport time.Time // when this execution last reported progress
 	var cp Checkpoint
 	for i := 0; !cp.Done; i++ {
 		live := false
@@ -340,7 +345,12 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 		res.Batches, res.Rows = int64(i+1), cp.Rows
 		if live {
 			lastLive = clk.Now()
-			ldg.progress(c, cp, res.Batches)
+			// Progress is a report for people: after the first page, then at most once per
+			// ProgressEvery, so a fast sweep does not pay a ledger write for every page.
+			if lastReport.IsZero() || lastLive.Sub(lastReport) >= ProgressEvery {
+				ldg.progress(c, cp, res.Batches)
+				lastReport = lastLive
+			}
 		}
 	}
 	if b.cfg.count != nil {
