@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -312,6 +313,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	var lastLive time.Time   // when this execution's previous live page ended
 	var lastReport time.Time // when this execution last reported progress
 	var cp Checkpoint
+	ahead := &readAhead[Row]{}
 	for i := 0; !cp.Done; i++ {
 		live := false
 		next, err := jobs.Step(c, fmt.Sprintf("batch:%d", i), func(ctx context.Context) (Checkpoint, error) {
@@ -322,7 +324,9 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 					return Checkpoint{}, err
 				}
 			}
-			rows, cursor, err := b.source.Page(ctx, PageRequest{After: cp.Cursor, Limit: d.Batch, Tenant: tenant})
+			started := clk.Now()
+			req := PageRequest{After: cp.Cursor, Limit: d.Batch, Tenant: tenant}
+			rows, cursor, err := ahead.take(ctx, i, req, b.source)
 			if err != nil {
 				return Checkpoint{}, err
 			}
@@ -335,7 +339,13 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			if err := b.handle(ctx, Batch[Row]{Rows: rows, Index: i, Tenant: tenant}); err != nil {
 				return Checkpoint{}, err
 			}
-			return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: len(rows) < d.Batch}, nil
+			done := len(rows) < d.Batch
+			if !done && interval < clk.Now().Sub(started) {
+				// The sweep is bound by its statements, not by its rate: the next page would
+				// not wait, so read it while this page's checkpoint commits.
+				ahead.start(c, i+1, PageRequest{After: cursor, Limit: d.Batch, Tenant: tenant}, b.source)
+			}
+			return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
 		})
 		if err != nil {
 			ldg.finish(c, StatusFailed, cp, int64(i), err.Error())
@@ -372,6 +382,46 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	ldg.finish(c, StatusCompleted, cp, res.Batches, "")
 	res.Warnings = append(res.Warnings, ldg.warnings[len(res.Warnings):]...)
 	return res, nil
+}
+
+// readAhead is the next page, read while the current page's checkpoint commits. It is used only
+// by the next live page of the same execution, and only for the cursor it was read after; a
+// replayed page, or a read that failed, reads again.
+type readAhead[Row any] struct {
+	index int
+	after Cursor
+	ch    chan pageRead[Row]
+}
+
+type pageRead[Row any] struct {
+	rows []Row
+	next Cursor
+	err  error
+}
+
+func (a *readAhead[Row]) start(ctx context.Context, index int, req PageRequest, src Source[Row]) {
+	ch := make(chan pageRead[Row], 1)
+	a.index, a.after, a.ch = index, req.After, ch
+	go func() {
+		rows, next, err := src.Page(ctx, req)
+		ch <- pageRead[Row]{rows, next, err}
+	}()
+}
+
+func (a *readAhead[Row]) take(ctx context.Context, index int, req PageRequest, src Source[Row]) ([]Row, Cursor, error) {
+	ch := a.ch
+	a.ch = nil
+	if ch != nil && a.index == index && reflect.DeepEqual(a.after, req.After) {
+		select {
+		case r := <-ch:
+			if r.err == nil {
+				return r.rows, r.next, nil
+			}
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		}
+	}
+	return src.Page(ctx, req)
 }
 
 // pause waits d on clk, or until ctx ends: a cancelled run's pause ends at once with X_ABORTED
