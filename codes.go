@@ -64,6 +64,12 @@ const (
 	CodeScheduleNotLeader        Code = "X_SCHEDULE_NOT_LEADER"
 	CodeScheduleConflict         Code = "X_SCHEDULE_CONFLICT"
 	CodeNoScheduler              Code = "X_NO_SCHEDULER"
+	// Backfills (package backfill).
+	CodeBackfillStalled          Code = "X_BACKFILL_STALLED"
+	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
+	CodeBackfillMigrationPending Code = "X_BACKFILL_MIGRATION_PENDING"
+	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
+	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
 )
 
 // CodeInfo is one row of the registry.
@@ -117,6 +123,11 @@ var codeTable = []CodeInfo{
 	{CodeScheduleNotLeader, Retryable, "this scheduler no longer holds the leader lease; the fire was refused and changed nothing"},
 	{CodeScheduleConflict, Retryable, "the schedule's watermark moved (another leader fired) or it was paused; the fire was refused and changed nothing"},
 	{CodeNoScheduler, Terminal, "this engine runs no scheduler"},
+	{CodeBackfillStalled, Terminal, "a backfill's source ran out while its count still matches rows: the two predicates disagree, which no retry fixes"},
+	{CodeBackfillEnvironment, Terminal, "a backfill was asked to run in an environment its declaration does not list"},
+	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},
+	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
+	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -43,6 +43,11 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeReplayDiverged:           http.StatusConflict,
 	jobs.CodeJobMaxAttempts:           http.StatusConflict,
 	jobs.CodeJobConcurrencyUnenforced: http.StatusConflict,
+	jobs.CodeBackfillApplied:          http.StatusConflict,
+	jobs.CodeBackfillEnvironment:      http.StatusConflict,
+	jobs.CodeBackfillMigrationPending: http.StatusConflict,
+	jobs.CodeBackfillStalled:          http.StatusConflict,
+	jobs.CodeBackfillPending:          http.StatusConflict,
 	// Come back later.
 	jobs.CodeRateLimited:       http.StatusTooManyRequests,
 	jobs.CodeOverloaded:        http.StatusServiceUnavailable,

@@ -162,6 +162,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
 		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
 	}
+	if err := cfg.Registerer.Register(newBackfillCollector(cfg.Engine, cfg.Logger)); err != nil {
+		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the backfill collector")
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -177,6 +180,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/stop", s.serve(s.workerStop))
 	mux.Handle("POST /v1/worker/session", s.serve(s.attend))
 	mux.Handle("POST /v1/worker/manifest", s.serve(s.declareManifest))
+	mux.Handle("POST /v1/worker/backfill/open", s.serve(s.backfillOpen))
+	mux.Handle("POST /v1/worker/backfill/report", s.serve(s.backfillReport))
 	// The admin API.
 	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
 	mux.Handle("GET /v1/runs", s.serve(s.listRuns))
@@ -195,6 +200,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/schedules/{name}/pause", s.serve(s.pauseSchedule()))
 	mux.Handle("POST /v1/schedules/{name}/resume", s.serve(s.resumeSchedule()))
 	mux.Handle("POST /v1/schedules/{name}/trigger", s.serve(s.triggerSchedule()))
+	mux.Handle("GET /v1/backfills", s.serve(s.listBackfills))
+	mux.Handle("GET /v1/backfills/declared", s.serve(s.declaredBackfills))
+	mux.Handle("GET /v1/backfills/pending", s.serve(s.pendingBackfills))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

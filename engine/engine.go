@@ -70,6 +70,9 @@ type Config struct {
 	// records without reading the history. Defaults to 16384.
 	Ledgers int
 	Logger  *slog.Logger
+	// Backfills returns the backfills the application declares (engine/backfill.go); nil: the
+	// engine knows only those its ledger holds and those the workers' manifests declare.
+	Backfills BackfillDeclarations
 }
 
 // Engine is the run lifecycle over a store.

@@ -30,6 +30,8 @@ type Frontend interface {
 	History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error)
 
 	Sessions
+	// Backfills is a pass's ledger row (frontend/backfill.go).
+	Backfills
 }
 
 // PollRequest asks for work.

@@ -343,6 +343,8 @@ type Store interface {
 
 	Workers
 	Schedules // the cron scheduler's leader lease and watermarks (schedules.go)
+	// Backfills is the backfill ledger (store/backfill.go).
+	Backfills
 
 	// Close releases the store's resources.
 	Close() error

@@ -438,7 +438,7 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		}
 		w.metrics.replayed.Inc()
 	}
-	return replay.Start(w.cfg.BaseContext(), replay.Config{Def: def, Info: info, Clock: w.clock,
+	return replay.Start(w.runContext(t), replay.Config{Def: def, Info: info, Clock: w.clock,
 		Recorder: rec, Park: w.cache != nil}, events)
 }
 

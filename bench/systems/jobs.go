@@ -44,6 +44,9 @@ type jobsSystem struct {
 	onRecord func(frontend.RecordRequest)
 	// stickyRuns, when set, sizes the worker's cache of parked runs.
 	stickyRuns int
+	// dbURL is the run's database; closers run at Close (jobs_backfill.go).
+	dbURL   string
+	closers []func()
 }
 
 func (s *jobsSystem) Name() string {
@@ -59,6 +62,7 @@ func (s *jobsSystem) Skip(scenario string) string { return "" }
 
 func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
 	var err error
+	s.dbURL = env.DatabaseURL
 	if s.backend == "sqlite" {
 		s.st, err = sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(env.Dir, "jobs.db")})
 	} else {
@@ -200,6 +204,9 @@ func (s *jobsSystem) Close() error {
 	}
 	if s.eng != nil {
 		_ = s.eng.Stop(ctx)
+	}
+	for _, c := range s.closers {
+		c()
 	}
 	if s.st != nil {
 		return s.st.Close()

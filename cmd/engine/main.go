@@ -58,6 +58,6 @@ func newRootCmd() *cobra.Command {
 
 	root.AddCommand(serveCmd, newMigrateCmd(), newJobsCmd(), newEventsCmd(), newHistoryCmd(),
 		newDeadLettersCmd(), newCodesCmd(), newManifestCmd())
-	root.AddCommand(newSchedulesCmd())
+	root.AddCommand(newSchedulesCmd(), newBackfillCmd())
 	return root
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/cmd/internal/cli"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
@@ -142,16 +143,27 @@ func jobsLsCmd(co *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			inFlight, err := c.Backfills(cmd.Context(), store.BackfillFilter{Status: backfill.StatusRunning})
+			if err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			if o.json {
 				return printJSON(out, struct {
-					Queues []engine.QueueView  `json:"queues"`
-					Runs   []engine.RunSummary `json:"runs"`
-					Next   string              `json:"next,omitempty"`
-				}{qs, page.Runs, page.Next})
+					Queues    []engine.QueueView  `json:"queues"`
+					Backfills []backfill.Progress `json:"backfills"`
+					Runs      []engine.RunSummary `json:"runs"`
+					Next      string              `json:"next,omitempty"`
+				}{qs, inFlight, page.Runs, page.Next})
 			}
 			if len(qs) > 0 {
 				if err := printQueues(out, qs); err != nil {
+					return err
+				}
+				fmt.Fprintln(out)
+			}
+			if len(inFlight) > 0 {
+				if err := printBackfills(out, time.Now(), inFlight); err != nil {
 					return err
 				}
 				fmt.Fprintln(out)
@@ -174,10 +186,20 @@ func jobsShowCmd(co *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), v)
+			bf, err := runBackfill(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
 			}
-			return printRun(cmd.OutOrStdout(), time.Now(), v)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), struct {
+					engine.RunView
+					Backfill *backfill.Progress `json:"backfill"`
+				}{v, bf})
+			}
+			if err := printRun(cmd.OutOrStdout(), time.Now(), v); err != nil {
+				return err
+			}
+			return printRunBackfill(cmd.OutOrStdout(), bf)
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -34,6 +34,8 @@ type Options struct {
 	// RequireDeclared refuses enqueues of jobs no worker declared, the engine's default. Tests
 	// leave it off so they can enqueue before starting a worker.
 	RequireDeclared bool
+	// Backfills is the engine's provider of backfill declarations. Optional.
+	Backfills engine.BackfillDeclarations
 }
 
 // Env is an engine over a store, plus the workers a test starts.
@@ -56,7 +58,7 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
 		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger,
-		AllowUndeclared: !o.RequireDeclared})
+		AllowUndeclared: !o.RequireDeclared, Backfills: o.Backfills})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,8 @@ type Store struct {
 	// leaders and schedules are the scheduler's lease rows and watermarks (schedules.go).
 	leaders   map[string]store.Leader
 	schedules map[string]store.ScheduleState
+	// ledger is the backfill ledger (backfill.go); its zero value is ready.
+	ledger backfillLedger
 }
 
 type jobKey struct{ job, key string }

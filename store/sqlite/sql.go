@@ -226,4 +226,5 @@ var writeStatements = []string{
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,
 	sqlWorkerReleaseClaims, sqlWorkerReleaseSticky,
 	sqlLeaderAcquire, sqlLeaderGet, sqlLeaderRelease, sqlScheduleInsert, sqlScheduleGet, sqlScheduleSave,
+	sqlBackfillGet, sqlBackfillInsert, sqlBackfillAdopt, sqlBackfillUpdate, sqlBackfillFinish,
 }

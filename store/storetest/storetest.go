@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AfterSeq", seqTests},
 		{"Manifest", manifestTests},
 		{"Schedules", scheduleTests},
+		{"Backfills", backfillTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

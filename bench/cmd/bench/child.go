@@ -146,7 +146,8 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 		res, err = sys.NoopJobs(ctx, spec.N, spec.Concurrency)
 	case systems.ScenarioTenStep:
 		res, err = sys.TenStep(ctx, spec.N, spec.Concurrency)
-	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers:
+	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
+		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
 		res, err = timed(ctx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", spec.Scenario)
@@ -220,6 +221,18 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 			return r.ReplayCheck(ctx, spec.N)
 		}
 		return r.Resume(ctx, spec.N)
+	case systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
+		b, ok := sys.(systems.Backfiller)
+		if !ok {
+			return nil, systems.Unsupported("backfills are measured for our engine only")
+		}
+		switch spec.Scenario {
+		case systems.ScenarioBackfill:
+			return b.BackfillPass(ctx, spec.N)
+		case systems.ScenarioBackfillLoop:
+			return b.BackfillLoop(ctx, spec.N)
+		}
+		return b.BackfillResume(ctx, spec.N)
 	case systems.ScenarioTimers:
 		t, ok := sys.(systems.TimerLagger)
 		if !ok {

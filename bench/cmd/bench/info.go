@@ -37,6 +37,8 @@ func collectInfo(ctx context.Context, admin *pgx.Conn, cfg config, scratch strin
 		Timers:         cfg.Timers,
 		TimerWindow:    cfg.TimerWindow,
 		TimerLead:      cfg.timerLead(),
+		BackfillRows:   cfg.BackfillRows,
+		BackfillPages:  cfg.BackfillPages,
 		NProc:          runtime.NumCPU(),
 		GoVersion:      runtime.Version(),
 		CPUModel:       procField("/proc/cpuinfo", "model name"),

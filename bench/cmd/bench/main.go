@@ -70,6 +70,9 @@ type config struct {
 	Timers       int           // sleeping runs of the timer-lag scenario
 	TimerWindow  time.Duration // span of their due times
 	TimerLead    time.Duration // first enqueue → first due time; 0 = derived from Timers
+	// Section 8, our engine only.
+	BackfillRows  int // rows of the table both sweeps update
+	BackfillPages int // completed pages of the pass that resumes
 	// Scenarios limits the run to some sections (pgbench, sqlite, noop, tenstep, replay,
 	// resume, timers); empty = all.
 	Scenarios []string
@@ -77,7 +80,8 @@ type config struct {
 
 // allScenarios are the names BENCH_SCENARIOS accepts, in the order the harness runs them.
 var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, systems.ScenarioNoop, systems.ScenarioTenStep,
-	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers}
+	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
+	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume}
 
 func (c config) runs(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
@@ -161,6 +165,10 @@ func parseConfig() (config, error) {
 		"history lengths replayed in memory with replay.Check (BENCH_REPLAY_EVENTS)")
 	flag.IntVar(&c.ResumeEvents, "resume-events", envInt("BENCH_RESUME_EVENTS", pick(100000, 1000)),
 		"recorded events of the run that resumes from the store (BENCH_RESUME_EVENTS)")
+	flag.IntVar(&c.BackfillRows, "backfill-rows", envInt("BENCH_BACKFILL_ROWS", pick(200000, 5000)),
+		"rows of the table the backfill and the hand-written loop sweep (BENCH_BACKFILL_ROWS)")
+	flag.IntVar(&c.BackfillPages, "backfill-pages", envInt("BENCH_BACKFILL_PAGES", pick(100000, 1000)),
+		"completed pages of the backfill pass that resumes (BENCH_BACKFILL_PAGES)")
 	flag.IntVar(&c.Timers, "timers", envInt("BENCH_TIMERS", pick(10000, 500)), "sleeping runs in the timer-lag scenario (BENCH_TIMERS)")
 	flag.StringVar(&timerWindow, "timer-window", envStr("BENCH_TIMER_WINDOW", pickStr("10s", "2s")),
 		"span over which the timers fall due (BENCH_TIMER_WINDOW)")
@@ -477,6 +485,7 @@ func (h *harness) engineOnly(ctx context.Context, keys []string) {
 	if len(lagers) > 0 && h.cfg.runs(systems.ScenarioTimers) {
 		h.scenario(ctx, systems.ScenarioTimers, h.cfg.Timers, lagers)
 	}
+	h.backfills(ctx, keys)
 }
 
 // measured runs one measurement on a machine that is as quiet as it can get. Before the run it

@@ -28,6 +28,8 @@ type Info struct {
 	ReplayEvents           []int
 	ResumeEvents, Timers   int
 	TimerWindow, TimerLead time.Duration
+	// Section 8 (our engine only).
+	BackfillRows, BackfillPages int
 
 	NProc                      int
 	CPUModel, MemTotal, Kernel string
@@ -265,6 +267,7 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderReplay(w, samples, keys, in)
 	renderTimers(w, samples, keys, in)
 	renderCost(w, samples, keys)
+	renderBackfills(w, samples, keys, in)
 	renderNotes(w, in)
 	renderFailures(w, samples)
 	renderAll(w, samples)
@@ -639,7 +642,8 @@ func scenarioName(s record.Sample) string {
 		return fmt.Sprintf("pgbench(%s,c=%d)", s.Phase, s.Concurrency)
 	case record.ScenarioSQLite:
 		return "sqlite(" + s.Sync + ")"
-	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers:
+	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
+		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
 		return fmt.Sprintf("%s(%d)", s.Scenario, s.N)
 	}
 	return s.Scenario

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/backfill"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/store"
+)
+
+// The backfill routes: the pass's ledger calls (worker protocol, msgpack) and the ledger's
+// projection, the declarations and the pending report (admin API, JSON).
+
+// BackfillList is the answer of GET /v1/backfills.
+type BackfillList struct {
+	Backfills []backfill.Progress `json:"backfills"`
+}
+
+// DeclaredList is the answer of GET /v1/backfills/declared.
+type DeclaredList struct {
+	Declarations []backfill.Declaration `json:"declarations"`
+}
+
+func (s *Server) backfillOpen(w http.ResponseWriter, r *http.Request) error {
+	var req frontend.BackfillOpenRequest
+	if err := readMsgpack(r, &req); err != nil {
+		return err
+	}
+	if err := checkText("worker id", req.WorkerID); err != nil {
+		return err
+	}
+	resp, err := s.eng.BackfillOpen(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeMsgpack(w, resp)
+}
+
+func (s *Server) backfillReport(w http.ResponseWriter, r *http.Request) error {
+	var req frontend.BackfillReportRequest
+	if err := readMsgpack(r, &req); err != nil {
+		return err
+	}
+	if err := checkText("worker id", req.WorkerID); err != nil {
+		return err
+	}
+	req.Error = cleanText(req.Error)
+	if err := s.eng.BackfillReport(r.Context(), req); err != nil {
+		return err
+	}
+	return writeMsgpack(w, struct{}{})
+}
+
+func (s *Server) listBackfills(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := store.BackfillFilter{Name: q.Get("name"), Status: q.Get("status"), RunID: q.Get("run")}
+	for field, v := range map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID} {
+		if err := checkText(field, v); err != nil {
+			return err
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 10_000 {
+			return jobs.Errorf(jobs.CodeBadRequest, "limit %q: want 1 to 10000", l)
+		}
+		f.Limit = n
+	}
+	rows, err := s.eng.InspectBackfills(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, BackfillList{Backfills: rows})
+	return nil
+}
+
+func (s *Server) declaredBackfills(w http.ResponseWriter, r *http.Request) error {
+	ds, err := s.eng.DeclaredBackfills(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, DeclaredList{Declarations: ds})
+	return nil
+}
+
+func (s *Server) pendingBackfills(w http.ResponseWriter, r *http.Request) error {
+	env := r.URL.Query().Get("env")
+	if err := checkText("env", env); err != nil {
+		return err
+	}
+	rep, err := s.eng.PendingBackfills(r.Context(), env)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}

@@ -1,0 +1,560 @@
+// Package backfill sweeps every row a keyset source matches, once, as a job: a backfill is a
+// factory over jobs.Define, not a new primitive, so a pass has the retry policy, the queue, the
+// cancellation and the dead-letter path every job has.
+//
+// Each page is handled inside its own durable step, batch:0, batch:1, …, whose recorded output
+// is the checkpoint: the cursor after the page and the running row count, never the rows. A run
+// killed mid-pass resumes on the page it stopped at: completed pages replay from history without
+// a statement. The rate's pause is spent inside the step, so a resumed attempt re-pays none of the
+// old pauses, and it ends at once when the run is cancelled.
+//
+// Beside the run, a ledger in the engine's store keeps one row per pass (name, checksum, status,
+// rows, cursor, run): a report of what has been swept, which also makes a completed name a no-op
+// until it is forced. The ledger is never where a pass resumes from.
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+)
+
+// Defaults of the optional declarations.
+const (
+	DefaultBatch = 1000
+	// DefaultRate is batches per second: 5,000 rows/s at the default batch, one statement every
+	// 200ms, so the database spends the rest of each interval on the app.
+	DefaultRate = 5.0
+)
+
+// ProgressEvery bounds how often a pass reports its progress to the ledger (the first page of an
+// attempt always reports, and so does the end of the pass).
+const ProgressEvery = time.Second
+
+// Input is a pass's input.
+type Input struct {
+	// Force sweeps again a name that already completed, into a new ledger row.
+	Force bool `json:"force,omitempty"`
+	// Tenant is the tenant a per-tenant backfill sweeps; empty for one declared AllTenants.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// Result is a pass's result.
+type Result struct {
+	Name    string `json:"name"`
+	Batches int64  `json:"batches"`
+	Rows    int64  `json:"rows"`
+	// Skipped is true when the name had already completed and the pass was not forced; then
+	// PreviousRunID is the pass that completed it.
+	Skipped       bool   `json:"skipped,omitempty"`
+	PreviousRunID string `json:"previousRunId,omitempty"`
+	// Warnings: a moved checksum, a ledger that could not be written.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Checkpoint is a page step's recorded output: where the pass stands after the page.
+type Checkpoint struct {
+	Cursor Cursor `json:"cursor"`
+	Rows   int64  `json:"rows"`
+	Done   bool   `json:"done,omitempty"`
+}
+
+// Batch is what a handler gets: the page's rows. It gets no way to declare steps: a step named
+// inside it would collide with itself on the next page (X_STEP_DUPLICATE).
+type Batch[Row any] struct {
+	Rows []Row
+	// Index is the page's number (its step is batch:<Index>).
+	Index int
+	// Tenant is the tenant the pass sweeps; "" for every tenant.
+	Tenant string
+}
+
+// Tenant says which tenant a pass acts under, as on a job: PerTenant (the input names it, and
+// every page is scoped to it) or AllTenants (no tenant: the pass sweeps every tenant and opens
+// that scope itself). The zero value is refused with X_JOB_TENANT_REQUIRED.
+type Tenant struct{ mode string }
+
+// PerTenant scopes each pass to the tenant of its input (Input.Tenant).
+func PerTenant() Tenant { return Tenant{"input"} }
+
+// AllTenants declares a backfill of no tenant: one pass sweeps every tenant.
+func AllTenants() Tenant { return Tenant{"none"} }
+
+// Option sets an optional declaration.
+type Option func(*config) error
+
+type config struct {
+	batch        int
+	rate         float64
+	requires     string
+	migrations   MigrationLedger
+	environments []string
+	count        func(ctx context.Context) (int64, error)
+	version      string
+	jobOpts      []jobs.Option
+}
+
+// BatchSize sets the rows per page (one statement and one step each). Default 1,000; must be ≥ 1.
+func BatchSize(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return jobs.Errorf(jobs.CodeJobDefinition, "batch must be at least 1, got %d", n)
+		}
+		c.batch = n
+		return nil
+	}
+}
+
+// Rate sets the pace in batches per second (fractions allowed: 0.5 is a page every two seconds).
+// Default 5. There is no way off: a rate above what the pages achieve produces no wait, so a fast
+// sweep is a high number. NaN, infinite, zero and negative rates are refused.
+func Rate(perSecond float64) Option {
+	return func(c *config) error {
+		if math.IsNaN(perSecond) || math.IsInf(perSecond, 0) || perSecond <= 0 {
+			return jobs.Errorf(jobs.CodeJobDefinition, "rate must be a finite number of batches per second above 0, got %v", perSecond)
+		}
+		c.rate = perSecond
+		return nil
+	}
+}
+
+// Requires names a migration the backfill waits on. The CLI checks it against the application's
+// migrations ledger before enqueueing; with Migrations, the pass checks it too.
+func Requires(migrationID string) Option {
+	return func(c *config) error {
+		if migrationID == "" {
+			return jobs.Errorf(jobs.CodeJobDefinition, "requires names no migration")
+		}
+		c.requires = migrationID
+		return nil
+	}
+}
+
+// Migrations gives the pass the application's migrations ledger, so it checks Requires itself
+// (a pass enqueued from app code passes no CLI). An unreadable ledger is not a refusal.
+func Migrations(l MigrationLedger) Option {
+	return func(c *config) error { c.migrations = l; return nil }
+}
+
+// Environments lists the environments the backfill may run in; omitted, it runs in every one.
+func Environments(envs ...string) Option {
+	return func(c *config) error {
+		if len(envs) == 0 {
+			return jobs.Errorf(jobs.CodeJobDefinition, "environments lists none")
+		}
+		for _, e := range envs {
+			if e == "" {
+				return jobs.Errorf(jobs.CodeJobDefinition, "environments holds an empty name")
+			}
+		}
+		c.environments = append([]string(nil), envs...)
+		return nil
+	}
+}
+
+// Count declares how many rows the source's predicate still matches. After the last page the
+// pass counts once: above zero is X_BACKFILL_STALLED (the source and the count disagree, which a
+// retry cannot fix), negative is X_INVARIANT. The count also feeds rows-left and the ETA.
+func Count(fn func(ctx context.Context) (int64, error)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return jobs.Errorf(jobs.CodeJobDefinition, "count is nil")
+		}
+		c.count = fn
+		return nil
+	}
+}
+
+// Version is the author's revision of the definition, folded into the checksum: Go cannot hash a
+// function's text, so a handler whose meaning changed says so here.
+func Version(v string) Option {
+	return func(c *config) error { c.version = v; return nil }
+}
+
+// JobOptions passes options to the underlying job (Queue, Retry, Timeout, StepTimeout).
+func JobOptions(opts ...jobs.Option) Option {
+	return func(c *config) error { c.jobOpts = append(c.jobOpts, opts...); return nil }
+}
+
+// Backfill is a declared backfill: a job (it implements jobs.Definition, so it is registered on a
+// worker like any job) plus its declaration.
+type Backfill[Row any] struct {
+	*jobs.Job[Input, Result]
+	decl   Declaration
+	cfg    config
+	source Source[Row]
+	handle func(ctx context.Context, b Batch[Row]) error
+}
+
+// Define declares a backfill. name is required and is also the idempotency key of its runs:
+// re-enqueueing a live pass returns that pass. tenant is required as on a job.
+//
+//	var Slugs = backfill.MustDefine("rewrite-slugs", backfill.AllTenants(),
+//		keyset.SQL(db, keyset.Query{Table: "posts", Keys: []string{"id"}, Columns: []string{"id", "title"}}, scanPost),
+//		func(ctx context.Context, b backfill.Batch[Post]) error { return saveSlugs(ctx, b.Rows) },
+//		backfill.Rate(20))
+func Define[Row any](name string, tenant Tenant, source Source[Row], handle func(ctx context.Context, b Batch[Row]) error, opts ...Option) (*Backfill[Row], error) {
+	if name == "" {
+		return nil, jobs.Errorf(jobs.CodeJobDefinition, "backfill name is empty")
+	}
+	if tenant.mode == "" {
+		return nil, jobs.Errorf(jobs.CodeJobTenantRequired, "backfill %q declares no tenant: use backfill.PerTenant() or backfill.AllTenants()", name)
+	}
+	if source == nil || handle == nil {
+		return nil, jobs.Errorf(jobs.CodeJobDefinition, "backfill %q needs a source and a handler", name)
+	}
+	cfg := config{batch: DefaultBatch, rate: DefaultRate}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			if e, ok := err.(*jobs.Error); ok {
+				e.Message = fmt.Sprintf("backfill %q: %s", name, e.Message)
+			}
+			return nil, err
+		}
+	}
+	b := &Backfill[Row]{cfg: cfg, source: source, handle: handle}
+	jt := jobs.NoTenant[Input]()
+	if tenant.mode == "input" {
+		jt = jobs.TenantFrom(func(in Input) string { return in.Tenant })
+	}
+	job, err := jobs.Define(name, func(Input) string { return name }, jt, b.pass, cfg.jobOpts...)
+	if err != nil {
+		return nil, err
+	}
+	b.Job = job
+	b.decl = Declaration{Kind: Kind, Name: name, Queue: job.Config().Queue, Batch: cfg.batch, Rate: cfg.rate,
+		Tenant: tenant.mode, Version: cfg.version, Requires: cfg.requires, Environments: cfg.environments,
+		HasCount: cfg.count != nil}
+	if d, ok := source.(Describer); ok {
+		b.decl.Source = d.Describe()
+	}
+	b.decl.Checksum = b.decl.Sum()
+	register(b)
+	return b, nil
+}
+
+// MustDefine is Define for package-level declarations: it panics on a refused definition, so a
+// bad declaration fails at start-up, not on the fourth attempt.
+func MustDefine[Row any](name string, tenant Tenant, source Source[Row], handle func(ctx context.Context, b Batch[Row]) error, opts ...Option) *Backfill[Row] {
+	b, err := Define(name, tenant, source, handle, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Declaration returns the backfill's declaration.
+func (b *Backfill[Row]) Declaration() Declaration { return b.decl }
+
+// Count runs the declared count (for a dry run from app code); ok is false when none is
+// declared.
+func (b *Backfill[Row]) Count(ctx context.Context) (n int64, ok bool, err error) {
+	if b.cfg.count == nil {
+		return 0, false, nil
+	}
+	n, err = b.cfg.count(ctx)
+	if err == nil && n < 0 {
+		err = jobs.Errorf(jobs.CodeInvariant, "backfill %q: count answered %d", b.decl.Name, n)
+	}
+	return n, true, err
+}
+
+// pass is the job body: one pass over the source.
+func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
+	d := b.decl
+	res := Result{Name: d.Name}
+	env := RuntimeFrom(c)
+	// The environment is enforced here, where the work is: an enqueue from app code reaches no
+	// CLI, so a check only there would be a convention, not a rail.
+	migration := MigrationUnknown
+	if d.Requires != "" && b.cfg.migrations != nil {
+		migration = MigrationState(c, b.cfg.migrations, d.Requires)
+	}
+	if v := Gate(GateInput{Declaration: d, Environment: env.Environment, Migration: migration}); !v.Run() {
+		return res, v.Err
+	}
+	if d.Tenant == "input" && in.Tenant == "" {
+		return res, jobs.Errorf(jobs.CodeJobTenantRequired, "backfill %q sweeps one tenant per pass and the input names none", d.Name)
+	}
+	tenant := in.Tenant
+	if d.Tenant == "none" {
+		tenant = ""
+	}
+	ldg, err := openLedger(c, d, in.Force, env.AppVersion)
+	if err != nil {
+		return res, err
+	}
+	if ldg.completed != nil {
+		if v := Gate(GateInput{Declaration: d, Environment: env.Environment, Completed: ldg.completed}); !v.Run() {
+			// The pass is the no-op, not the enqueue: the run completes and says so.
+			res.Skipped, res.PreviousRunID = true, ldg.completed.RunID
+			return res, nil
+		}
+	}
+	res.Warnings = append(res.Warnings, ldg.warnings...)
+	if b.cfg.count != nil && ldg.l != nil && !ldg.adopted {
+		// The count at the start is for people (rows left, an ETA); the check that the pass
+		// converged is the count after the last page.
+		if n, err := b.cfg.count(c); err == nil && n >= 0 {
+			ldg.total(c, n)
+		}
+	}
+
+	clk := clock.FromContext(c)
+	interval := time.Duration(float64(time.Second) / b.cfg.rate)
+	var lastLive time.Time   // when this execution's previous live page ended
+	var lastReport time.Time // when this execution last reported progress
+	var cp Checkpoint
+	ahead := &readAhead[Row]{}
+	for i := 0; !cp.Done; i++ {
+		live := false
+		next, err := jobs.Step(c, fmt.Sprintf("batch:%d", i), func(ctx context.Context) (Checkpoint, error) {
+			live = true
+			if !lastLive.IsZero() {
+				// The pause is spent inside the step: a replayed page costs no pause.
+				if err := pause(ctx, clk, interval-clk.Now().Sub(lastLive)); err != nil {
+					return Checkpoint{}, err
+				}
+			}
+			started := clk.Now()
+			req := PageRequest{After: cp.Cursor, Limit: d.Batch, Tenant: tenant}
+			rows, cursor, err := ahead.take(ctx, i, req, b.source)
+			if err != nil {
+				return Checkpoint{}, err
+			}
+			if len(rows) > d.Batch {
+				return Checkpoint{}, jobs.Errorf(jobs.CodeInvariant, "backfill %q: the source returned %d rows for a page of %d", d.Name, len(rows), d.Batch)
+			}
+			if len(rows) == 0 {
+				return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
+			}
+			if err := b.handle(ctx, Batch[Row]{Rows: rows, Index: i, Tenant: tenant}); err != nil {
+				return Checkpoint{}, err
+			}
+			done := len(rows) < d.Batch
+			if !done && interval < clk.Now().Sub(started) {
+				// The sweep is bound by its statements, not by its rate: the next page would
+				// not wait, so read it while this page's checkpoint commits.
+				ahead.start(c, i+1, PageRequest{After: cursor, Limit: d.Batch, Tenant: tenant}, b.source)
+			}
+			return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
+		})
+		if err != nil {
+			ldg.finish(c, StatusFailed, cp, int64(i), err.Error())
+			return res, err
+		}
+		cp = next
+		res.Batches, res.Rows = int64(i+1), cp.Rows
+		if live {
+			lastLive = clk.Now()
+			// Progress is a report for people: after the first page, then at most once per
+			// ProgressEvery, so a fast sweep does not pay a ledger write for every page.
+			if lastReport.IsZero() || lastLive.Sub(lastReport) >= ProgressEvery {
+				ldg.progress(c, cp, res.Batches)
+				lastReport = lastLive
+			}
+		}
+	}
+	if b.cfg.count != nil {
+		n, err := b.cfg.count(c)
+		switch {
+		case err != nil:
+			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
+			return res, err
+		case n < 0:
+			err := jobs.Errorf(jobs.CodeInvariant, "backfill %q: count answered %d", d.Name, n)
+			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
+			return res, err
+		case n > 0:
+			err := jobs.Errorf(jobs.CodeBackfillStalled, "backfill %q: the source ran out after %d rows and the count still matches %d", d.Name, cp.Rows, n)
+			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
+			return res, err
+		}
+	}
+	ldg.finish(c, StatusCompleted, cp, res.Batches, "")
+	res.Warnings = append(res.Warnings, ldg.warnings[len(res.Warnings):]...)
+	return res, nil
+}
+
+// readAhead is the next page, read while the current page's checkpoint commits. It is used only
+// by the next live page of the same execution, and only for the cursor it was read after; a
+// replayed page, or a read that failed, reads again.
+type readAhead[Row any] struct {
+	index int
+	after Cursor
+	ch    chan pageRead[Row]
+}
+
+type pageRead[Row any] struct {
+	rows []Row
+	next Cursor
+	err  error
+}
+
+func (a *readAhead[Row]) start(ctx context.Context, index int, req PageRequest, src Source[Row]) {
+	ch := make(chan pageRead[Row], 1)
+	a.index, a.after, a.ch = index, req.After, ch
+	go func() {
+		rows, next, err := src.Page(ctx, req)
+		ch <- pageRead[Row]{rows, next, err}
+	}()
+}
+
+func (a *readAhead[Row]) take(ctx context.Context, index int, req PageRequest, src Source[Row]) ([]Row, Cursor, error) {
+	ch := a.ch
+	a.ch = nil
+	if ch != nil && a.index == index && reflect.DeepEqual(a.after, req.After) {
+		select {
+		case r := <-ch:
+			if r.err == nil {
+				return r.rows, r.next, nil
+			}
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		}
+	}
+	return src.Page(ctx, req)
+}
+
+// pause waits d on clk, or until ctx ends: a cancelled run's pause ends at once with X_ABORTED
+// (or the context's own jobs error: a step timeout), not in a timer nobody waits for.
+func pause(ctx context.Context, clk clock.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		if e, ok := context.Cause(ctx).(*jobs.Error); ok {
+			return e
+		}
+		return jobs.Wrap(jobs.CodeAborted, context.Cause(ctx), "backfill pause cancelled")
+	}
+}
+
+func cursorText(c Cursor) string {
+	if c == nil {
+		return ""
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Sprint([]any(c))
+	}
+	return string(b)
+}
+
+// ledger is a pass's view of its ledger row. Every write is a report: one that fails is logged
+// and the pass goes on (the row is never where it resumes from).
+type ledger struct {
+	l         *frontend.ClaimedLedger // nil: no ledger, no bookkeeping
+	name      string
+	completed *Progress
+	adopted   bool
+	warnings  []string
+}
+
+// openLedger opens the pass's row. A ledger that is absent, or that fails, is no reason not to
+// sweep (no bookkeeping, never a refusal); a claim this worker no longer holds is.
+func openLedger(c *jobs.Ctx, d Declaration, force bool, appVersion string) (*ledger, error) {
+	l, ok := frontend.LedgerFrom(c)
+	out := &ledger{name: d.Name}
+	if !ok {
+		return out, nil
+	}
+	resp, err := retryLedger(c, func() (frontend.BackfillOpenResponse, error) {
+		return l.Open(c, frontend.BackfillOpenRequest{Name: d.Name, Checksum: d.Checksum, AppVersion: appVersion, Force: force, Total: -1})
+	})
+	switch {
+	case jobs.HasCode(err, jobs.CodeJobLeaseLost), jobs.HasCode(err, jobs.CodeAborted):
+		return nil, err
+	case err != nil && jobs.ClassOf(jobs.CodeOf(err)) != jobs.Terminal:
+		// The ledger is there but failing: this attempt fails and is retried, rather than
+		// sweeping without a row and leaving the name pending after it completed.
+		return nil, err
+	case err != nil:
+		out.warn(c, "the ledger row could not be opened, so this pass keeps no ledger: %v", err)
+		return out, nil
+	case !resp.Ledger:
+		return out, nil // the engine keeps no ledger: the pass runs anyway
+	}
+	out.l = l
+	out.adopted = resp.Adopted
+	if resp.Completed != nil {
+		p := NewProgress(*resp.Completed, "")
+		out.completed = &p
+		return out, nil
+	}
+	if resp.PreviousChecksum != "" {
+		out.warn(c, "the definition's checksum moved from %s to %s since the last pass", resp.PreviousChecksum, d.Checksum)
+	}
+	return out, nil
+}
+
+func (l *ledger) total(c *jobs.Ctx, n int64) {
+	if l.l == nil {
+		return
+	}
+	if _, err := l.l.Open(c, frontend.BackfillOpenRequest{Name: l.name, Force: true, Total: n}); err != nil {
+		slog.Default().Warn("jobs.backfill.ledger", "backfill", l.name, "err", err)
+	}
+}
+
+func (l *ledger) progress(c *jobs.Ctx, cp Checkpoint, batches int64) {
+	if l.l == nil {
+		return
+	}
+	if err := l.l.Report(c, frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches, Cursor: cursorText(cp.Cursor)}); err != nil {
+		slog.Default().Warn("jobs.backfill.ledger", "backfill", l.name, "err", err)
+	}
+}
+
+func (l *ledger) finish(c *jobs.Ctx, status string, cp Checkpoint, batches int64, errText string) {
+	if l.l == nil {
+		return
+	}
+	// A cancelled run's context is done; its row is reconciled from the run's state instead.
+	_, err := retryLedger(c, func() (struct{}, error) {
+		return struct{}{}, l.l.Report(context.WithoutCancel(c), frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches,
+			Cursor: cursorText(cp.Cursor), Status: status, Error: errText})
+	})
+	if err != nil && status == StatusCompleted {
+		l.warn(c, "the ledger row could not be completed: %v", err)
+	}
+}
+
+func (l *ledger) warn(c *jobs.Ctx, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.warnings = append(l.warnings, msg)
+	slog.Default().Warn("jobs.backfill.warning", "backfill", l.name, "run", c.Run().RunID, "msg", msg)
+}
+
+// retryLedger retries a ledger call whose failure was transient, a few times.
+func retryLedger[T any](c *jobs.Ctx, fn func() (T, error)) (T, error) {
+	var v T
+	var err error
+	backoff := 20 * time.Millisecond
+	for try := 1; try <= 4; try++ {
+		if v, err = fn(); err == nil {
+			return v, nil
+		}
+		switch jobs.CodeOf(err) {
+		case jobs.CodeStoreUnavailable, jobs.CodeCommitUnknown, jobs.CodeInternal:
+		default:
+			return v, err
+		}
+		time.Sleep(backoff) // wall-clock: a network retry, not logic a test drives
+		backoff *= 2
+	}
+	return v, err
+}

@@ -1,0 +1,37 @@
+package sqlite
+
+// The backfill ledger's statements (store/backfill.go; schema in migrations/002_backfills.sql).
+
+const backfillCols = `run_id, name, checksum, status, app_version, rows_done, batches, cursor, total,
+	error, started_at, updated_at, completed_at`
+
+const (
+	sqlBackfillGet = `SELECT ` + backfillCols + ` FROM backfills WHERE run_id = ?`
+
+	sqlBackfillInsert = `INSERT INTO backfills (` + backfillCols + `)
+		VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, '', ?, ?, ?)`
+
+	// sqlBackfillAdopt: a retry adopts its own row; a completed row stays as it is.
+	sqlBackfillAdopt = `UPDATE backfills SET status = 'running', error = '', updated_at = ?1,
+		total = CASE WHEN ?3 >= 0 THEN ?3 ELSE total END
+		WHERE run_id = ?2 AND status <> 'completed'`
+
+	// sqlBackfillUpdate never rewinds a row: a resend older than what is recorded is ignored.
+	sqlBackfillUpdate = `UPDATE backfills SET rows_done = ?, batches = ?, cursor = ?, updated_at = ?
+		WHERE run_id = ? AND status = 'running' AND batches <= ?`
+
+	sqlBackfillFinish = `UPDATE backfills SET
+		rows_done    = CASE WHEN batches <= ?2 THEN ?1 ELSE rows_done END,
+		cursor       = CASE WHEN batches <= ?2 THEN ?3 ELSE cursor END,
+		batches      = max(batches, ?2),
+		status       = ?4,
+		error        = ?5,
+		updated_at   = ?6,
+		completed_at = CASE WHEN ?4 = 'completed' THEN ?6 ELSE completed_at END
+		WHERE run_id = ?7 AND status <> 'completed'`
+
+	// sqlBackfillList: every filter is optional ('' selects all).
+	sqlBackfillList = `SELECT ` + backfillCols + ` FROM backfills
+		WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR status = ?2) AND (?3 = '' OR run_id = ?3)
+		ORDER BY started_at DESC, run_id DESC LIMIT ?4`
+)

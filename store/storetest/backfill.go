@@ -1,0 +1,171 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// pass is a fresh ledger row of run n, named name, started at base+n s.
+func pass(n int, name string) store.Backfill {
+	started := at(time.Duration(n) * time.Second)
+	return store.Backfill{RunID: runID(n), Name: name, Checksum: "sum-" + name, AppVersion: "v1", Total: -1,
+		StartedAt: started, UpdatedAt: started}
+}
+
+func openPass(t *testing.T, s store.Store, b store.Backfill) (store.Backfill, bool) {
+	t.Helper()
+	row, adopted, err := s.BackfillOpen(t.Context(), b)
+	if err != nil {
+		t.Fatalf("BackfillOpen(%s): %v", b.RunID, err)
+	}
+	return row, adopted
+}
+
+func ledgerRow(t *testing.T, s store.Store, runID string) store.Backfill {
+	t.Helper()
+	rows, err := s.BackfillList(t.Context(), store.BackfillFilter{RunID: runID})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("BackfillList(run %s) = %d rows, %v; want 1", runID, len(rows), err)
+	}
+	return rows[0]
+}
+
+func progress(n int, rows, batches int64, cursor string, d time.Duration) store.BackfillProgress {
+	return store.BackfillProgress{RunID: runID(n), Rows: rows, Batches: batches, Cursor: cursor, Now: at(d)}
+}
+
+var backfillTests = []test{
+	{"OpenInsertsARunningRow", func(t *testing.T, s store.Store) {
+		b := pass(1, "slugs")
+		b.Total = 40
+		row, adopted := openPass(t, s, b)
+		if adopted || row.Status != store.BackfillRunning || row.Name != "slugs" || row.Checksum != "sum-slugs" ||
+			row.AppVersion != "v1" || row.Total != 40 || !row.StartedAt.Equal(b.StartedAt) || !row.CompletedAt.IsZero() {
+			t.Fatalf("opened row = %+v (adopted %v)", row, adopted)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Status != store.BackfillRunning || got.Total != 40 {
+			t.Fatalf("listed row = %+v", got)
+		}
+	}},
+
+	{"ARetryAdoptsItsOwnRow", func(t *testing.T, s store.Store) {
+		openPass(t, s, pass(1, "slugs"))
+		if err := s.BackfillUpdate(t.Context(), progress(1, 300, 3, `[300]`, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 300, 3, `[300]`, 11*time.Second),
+			Status: store.BackfillFailed, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Status != store.BackfillFailed || got.Error != "boom" {
+			t.Fatalf("failed row = %+v", got)
+		}
+		// The next attempt opens at a later time: it adopts the row, started_at unmoved.
+		later := pass(1, "slugs")
+		later.StartedAt, later.UpdatedAt, later.Total = at(time.Minute), at(time.Minute), 900
+		row, adopted := openPass(t, s, later)
+		if !adopted || row.Status != store.BackfillRunning || row.Error != "" || !row.StartedAt.Equal(at(time.Second)) || row.Total != 900 ||
+			row.Rows != 300 || row.Batches != 3 || row.Cursor != `[300]` {
+			t.Fatalf("adopted row = %+v (adopted %v)", row, adopted)
+		}
+		rows, _ := s.BackfillList(t.Context(), store.BackfillFilter{Name: "slugs"})
+		if len(rows) != 1 {
+			t.Fatalf("a retry wrote %d rows; want its one", len(rows))
+		}
+	}},
+
+	{"UpdateNeverRewinds", func(t *testing.T, s store.Store) {
+		openPass(t, s, pass(1, "slugs"))
+		for _, p := range []store.BackfillProgress{progress(1, 500, 5, `[5]`, 5*time.Second),
+			progress(1, 300, 3, `[3]`, 6*time.Second), progress(1, 500, 5, `[5]`, 7*time.Second)} {
+			if err := s.BackfillUpdate(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Rows != 500 || got.Batches != 5 || got.Cursor != `[5]` {
+			t.Fatalf("row after a late resend = %+v; want 500 rows, 5 batches", got)
+		}
+		// Progress of a run with no row is no error: the row is a report.
+		if err := s.BackfillUpdate(t.Context(), progress(9, 1, 1, `[1]`, time.Second)); err != nil {
+			t.Fatalf("update without a row: %v", err)
+		}
+	}},
+
+	{"CompletedIsFinal", func(t *testing.T, s store.Store) {
+		openPass(t, s, pass(1, "slugs"))
+		done := store.BackfillFinish{BackfillProgress: progress(1, 700, 7, `[7]`, 20*time.Second), Status: store.BackfillCompleted}
+		for range 2 { // a resend changes nothing
+			if err := s.BackfillFinish(t.Context(), done); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := ledgerRow(t, s, runID(1))
+		if got.Status != store.BackfillCompleted || got.Rows != 700 || !got.CompletedAt.Equal(at(20*time.Second)) {
+			t.Fatalf("completed row = %+v", got)
+		}
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 1, 1, `[1]`, 30*time.Second),
+			Status: store.BackfillFailed, Error: "late"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BackfillUpdate(t.Context(), progress(1, 900, 9, `[9]`, 31*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		row, adopted := openPass(t, s, pass(1, "slugs"))
+		if !adopted || row.Status != store.BackfillCompleted || row.Rows != 700 || row.Error != "" {
+			t.Fatalf("reopened completed row = %+v (adopted %v); want it unchanged", row, adopted)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Status != store.BackfillCompleted || got.Rows != 700 || got.Error != "" {
+			t.Fatalf("completed row after late writes = %+v", got)
+		}
+	}},
+
+	{"ListFiltersAndOrders", func(t *testing.T, s store.Store) {
+		openPass(t, s, pass(1, "a"))
+		openPass(t, s, pass(2, "b"))
+		openPass(t, s, pass(3, "a"))
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 1, 1, "", 5*time.Second),
+			Status: store.BackfillCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(f store.BackfillFilter) []string {
+			rows, err := s.BackfillList(t.Context(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range rows {
+				out = append(out, r.RunID)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			f    store.BackfillFilter
+			want []string
+		}{
+			{store.BackfillFilter{}, []string{runID(3), runID(2), runID(1)}},
+			{store.BackfillFilter{Name: "a"}, []string{runID(3), runID(1)}},
+			{store.BackfillFilter{Name: "a", Status: store.BackfillCompleted}, []string{runID(1)}},
+			{store.BackfillFilter{Status: store.BackfillRunning}, []string{runID(3), runID(2)}},
+			{store.BackfillFilter{Limit: 1}, []string{runID(3)}},
+			{store.BackfillFilter{Name: "none"}, nil},
+		} {
+			if got := ids(c.f); len(got) != len(c.want) || (len(got) > 0 && !equalStrings(got, c.want)) {
+				t.Errorf("BackfillList(%+v) = %v; want %v", c.f, got, c.want)
+			}
+		}
+	}},
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
