@@ -51,6 +51,7 @@ const (
 	CodeCommitUnknown            Code = "X_COMMIT_UNKNOWN"
 	CodeInvariant                Code = "X_INVARIANT"
 	CodeInternal                 Code = "X_INTERNAL"
+	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
 )
 
 // CodeInfo is one row of the registry.
@@ -92,6 +93,7 @@ var codeTable = []CodeInfo{
 	{CodeCommitUnknown, Retryable, "a commit was sent and its outcome is unknown (the connection was lost)"},
 	{CodeInvariant, Terminal, "an internal invariant does not hold; a bug"},
 	{CodeInternal, Retryable, "an unexpected internal error"},
+	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -52,6 +53,9 @@ type Config struct {
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
 	Logger       *slog.Logger
+	// DedupeRetention is how long an enqueue's DedupeID is remembered. Defaults to
+	// DefaultDedupeRetention (7 days).
+	DedupeRetention time.Duration
 }
 
 // Engine is the run lifecycle over a store.
@@ -65,6 +69,9 @@ type Engine struct {
 	signals  *signals.Service
 	commits  chan *commitReq
 	creates  chan *createReq
+
+	// dedupePruned is when expired dedupe ids were last pruned (unix ns; see once.go).
+	dedupePruned atomic.Int64
 
 	mu      sync.Mutex
 	started bool
@@ -219,7 +226,7 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		p.Run.ReadyAt = now.Add(req.Delay)
 		p.Timer = &store.Timer{Key: "delay", DueAt: now.Add(req.Delay)}
 	}
-	res, err := e.create(ctx, p)
+	res, err := e.createFor(ctx, req, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}

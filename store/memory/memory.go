@@ -50,6 +50,8 @@ type Store struct {
 	pubSeq int64
 	// slots maps a slot key to its holders and when each holder's slot expires.
 	slots map[string]map[string]time.Time
+	// dedupe maps a request's dedupe id to the run it created (see dedupe.go).
+	dedupe map[string]dedupeRec
 }
 
 type jobKey struct{ job, key string }
@@ -291,7 +293,11 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	return s.create(ps)
+}
 
+// create is RunCreate with the mutex held.
+func (s *Store) create(ps []store.CreateRunParams) ([]store.CreateRunResult, error) {
 	// First pass: decide every outcome and refuse the whole call before writing anything, so
 	// the batch is one transaction. A param is deduped against a live run or against an earlier
 	// param of the same batch.

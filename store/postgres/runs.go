@@ -45,7 +45,22 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 		return nil, err
 	}
 	defer t.release()
+	out, b, err := s.createRuns(ctx, t, ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.commit(ctx, b); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Run = cloneRun(out[i].Run)
+	}
+	return out, nil
+}
 
+// createRuns is RunCreate inside t, up to its last pipeline: it returns the results and the
+// pipeline of writes (history, timers, notifications) that t's commit must carry.
+func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunParams) ([]store.CreateRunResult, *pgx.Batch, error) {
 	out := make([]store.CreateRunResult, len(ps))
 	var written []int // the params whose run this call inserted
 	pending := make([]int, len(ps))
@@ -54,7 +69,7 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 	}
 	for round := 0; len(pending) > 0; round++ {
 		if round == createRounds {
-			return nil, jobs.Errorf(jobs.CodeStoreUnavailable,
+			return nil, nil, jobs.Errorf(jobs.CodeStoreUnavailable,
 				"postgres run create: the live run of a key kept finishing under us (%d rounds)", round)
 		}
 		n := len(pending)
@@ -100,9 +115,9 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 		})
 		if err := t.send(ctx, b); err != nil {
 			if isUniqueViolation(err, "runs_pkey") {
-				return nil, jobs.Wrap(jobs.CodeInvariant, err, "postgres run create: a run id is taken")
+				return nil, nil, jobs.Wrap(jobs.CodeInvariant, err, "postgres run create: a run id is taken")
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		var next []int
 		for _, i := range pending {
@@ -139,13 +154,7 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 	evs.queue(s, b)
 	timers.queue(s, b)
 	s.notifyReady(b, ready)
-	if err := t.commit(ctx, b); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].Run = cloneRun(out[i].Run)
-	}
-	return out, nil
+	return out, b, nil
 }
 
 // RunClaim is one statement (one round trip): pick under SKIP LOCKED, then bump the fence.
