@@ -309,6 +309,9 @@ type EnqueueResult struct {
 	RunID string `json:"runId" msgpack:"run_id"`
 	// Deduped is true when a live run held the key and was returned instead.
 	Deduped bool `json:"deduped" msgpack:"deduped"`
+	// Staged is the outbox row of an enqueue that was staged in the caller's transaction rather
+	// than sent: RunID is empty, and the run is created when a relay publishes the committed row.
+	Staged string `json:"staged,omitempty" msgpack:"staged,omitempty"`
 }
 
 // Enqueuer starts runs: the engine, or the HTTP client.
