@@ -302,4 +302,3 @@ func (c sqlConn) exec(ctx context.Context, q string, args ...any) (int64, error)
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
-
