@@ -74,7 +74,9 @@ func backends(t *testing.T) []backend {
 			return SQL(tx), tx.Commit, tx.Rollback
 		},
 		engineStore: func(t *testing.T) store.Store { return testenv.OpenSQLite(t) },
-		published:   func(t *testing.T) int { return countSQL(t, db, "SELECT count(*) FROM jobs_outbox WHERE published_at IS NOT NULL") },
+		published: func(t *testing.T) int {
+			return countSQL(t, db, "SELECT count(*) FROM jobs_outbox WHERE published_at IS NOT NULL")
+		},
 	})
 
 	if pgURL, schema, ok := pgSchema(t); ok {
@@ -266,6 +268,5 @@ func wantCode(t *testing.T, what string, err error, c jobs.Code) {
 }
 
 func sprint(v any) string { return fmt.Sprint(v) }
-
 
 func workerConfig() worker.Config { return worker.Config{} }
