@@ -33,6 +33,10 @@ type commitRes struct {
 // and commits them in a group commit shared with other runs' records.
 func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
 	now := e.clock.Now()
+	req, err := e.effects(ctx, req)
+	if err != nil {
+		return frontend.RecordResponse{}, err
+	}
 	m, err := e.mutation(req, now)
 	if err != nil {
 		return frontend.RecordResponse{}, err
@@ -151,6 +155,12 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			} else {
 				m.State, m.ReadyAt = store.StateReady, now
 			}
+		case frontend.CmdPublish, frontend.CmdEnqueue:
+			ev, err := effectEvent(req.RunID, c, now)
+			if err != nil {
+				return m, err
+			}
+			m.Events = append(m.Events, ev)
 		default:
 			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: unknown command %q", req.RunID, c.Kind)
 		}
