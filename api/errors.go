@@ -21,6 +21,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobDefinition:          http.StatusBadRequest,
 	jobs.CodeUnauthorized:           http.StatusUnauthorized,
 	jobs.CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	jobs.CodeOutboxNoTx:             http.StatusBadRequest,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,
 	jobs.CodeStepNotFound: http.StatusNotFound,

@@ -224,4 +224,5 @@ var writeStatements = []string{
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,
+	sqlDedupeGet, sqlDedupeInsert, sqlDedupePrune,
 }
