@@ -97,3 +97,9 @@ func effectEvent(runID string, c frontend.Command, now time.Time) (history.Event
 	return history.New(now, history.ChildEnqueued{CallName: c.Name, Job: c.Effect.Job, Key: c.Effect.Key,
 		RunID: c.Effect.RunID}), nil
 }
+
+// mustEncode encodes a value that cannot fail to encode (strings only), for a trace's detail.
+func mustEncode(v map[string]string) []byte {
+	b, _ := jobs.Encode(v)
+	return b
+}
