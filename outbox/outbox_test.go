@@ -221,7 +221,7 @@ func rowIDs(rows []Row) []string {
 	return out
 }
 
-// The hole the seed admits, closed: a relay crashes between publishing a row and marking it,
+// Exactly once past the live key: a relay crashes between publishing a row and marking it,
 // the run completes, and the republish creates no second run.
 func TestCrashAfterCompletionRunsOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, env *testenv.Env) {
