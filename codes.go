@@ -70,6 +70,7 @@ const (
 	CodeBackfillMigrationPending Code = "X_BACKFILL_MIGRATION_PENDING"
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
+	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
 )
 
 // CodeInfo is one row of the registry.
@@ -128,6 +129,7 @@ var codeTable = []CodeInfo{
 	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
+	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

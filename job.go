@@ -273,6 +273,10 @@ type EnqueueRequest struct {
 	NoTenant   bool          `json:"noTenant,omitempty" msgpack:"no_tenant,omitempty"`
 	EnqueuedBy string        `json:"enqueuedBy,omitempty" msgpack:"enqueued_by,omitempty"`
 	Delay      time.Duration `json:"delay,omitempty" msgpack:"delay,omitempty"`
+	// DedupeID, when set, names the request itself (an outbox row, a run's durable enqueue): the
+	// engine creates at most one run per DedupeID within its dedupe retention, even after that
+	// run finished, so a resend of the same request never runs the job twice.
+	DedupeID string `json:"dedupeId,omitempty" msgpack:"dedupe_id,omitempty"`
 }
 
 // Validate refuses a request that names no key or no tenant.
@@ -289,7 +293,7 @@ func (r EnqueueRequest) Validate() error {
 	case r.Delay < 0 || math.IsNaN(float64(r.Delay)):
 		return Errorf(CodeBadRequest, "enqueue of %q has a negative delay", r.Job)
 	}
-	for field, v := range map[string]string{"job": r.Job, "queue": r.Queue, "key": r.Key, "tenant": r.Tenant, "enqueuedBy": r.EnqueuedBy} {
+	for field, v := range map[string]string{"job": r.Job, "queue": r.Queue, "key": r.Key, "tenant": r.Tenant, "enqueuedBy": r.EnqueuedBy, "dedupeId": r.DedupeID} {
 		if err := ValidIdentifier(field, v); err != nil {
 			return err
 		}
@@ -316,6 +320,9 @@ type EnqueueResult struct {
 	RunID string `json:"runId" msgpack:"run_id"`
 	// Deduped is true when a live run held the key and was returned instead.
 	Deduped bool `json:"deduped" msgpack:"deduped"`
+	// Staged is the outbox row of an enqueue that was staged in the caller's transaction rather
+	// than sent: RunID is empty, and the run is created when a relay publishes the committed row.
+	Staged string `json:"staged,omitempty" msgpack:"staged,omitempty"`
 }
 
 // Enqueuer starts runs: the engine, or the HTTP client.

@@ -85,7 +85,8 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		req = jobs.EnqueueRequest{Job: body.Job, Queue: body.Queue, Key: body.Key, Tenant: body.Tenant,
-			NoTenant: body.NoTenant, EnqueuedBy: body.EnqueuedBy, Delay: time.Duration(body.Delay)}
+			NoTenant: body.NoTenant, EnqueuedBy: body.EnqueuedBy, Delay: time.Duration(body.Delay),
+			DedupeID: body.DedupeID}
 		if len(body.Input) > 0 {
 			if req.Input, err = jobs.FromJSON(body.Input); err != nil {
 				return err

@@ -29,6 +29,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeQueueUndeclared:        http.StatusConflict,
 	jobs.CodeHistoryStale:           http.StatusConflict,
 	jobs.CodeListenFailed:           http.StatusServiceUnavailable,
+	jobs.CodeOutboxNoTx:             http.StatusBadRequest,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,
 	jobs.CodeStepNotFound: http.StatusNotFound,

@@ -47,6 +47,8 @@ type EnqueueBody struct {
 	Queue      string          `json:"queue,omitempty"`
 	Delay      Duration        `json:"delay,omitempty"`
 	EnqueuedBy string          `json:"enqueuedBy,omitempty"`
+	// DedupeID: see jobs.EnqueueRequest.DedupeID.
+	DedupeID string `json:"dedupeId,omitempty"`
 }
 
 // CancelBody is the JSON body of POST /v1/runs/{id}/cancel.

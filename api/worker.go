@@ -145,6 +145,12 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
+		if c.Effect != nil && len(c.Effect.Input) > 0 {
+			// An in-run enqueue's input is stored for a worker to decode, as an enqueue's is.
+			if err := checkMsgpack(c.Effect.Input); err != nil {
+				return err
+			}
+		}
 		// Free text that job code produced (an error message, an app's code): made storable,
 		// never refused, or the failure it reports would be lost.
 		c.Code, c.Error, c.Step, c.Stop = cleanText(c.Code), cleanText(c.Error), cleanText(c.Step), cleanText(c.Stop)

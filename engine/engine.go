@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -73,6 +74,9 @@ type Config struct {
 	// Backfills returns the backfills the application declares (engine/backfill.go); nil: the
 	// engine knows only those its ledger holds and those the workers' manifests declare.
 	Backfills BackfillDeclarations
+	// DedupeRetention is how long an enqueue's DedupeID is remembered. Defaults to
+	// DefaultDedupeRetention (7 days).
+	DedupeRetention time.Duration
 }
 
 // Engine is the run lifecycle over a store.
@@ -101,6 +105,9 @@ type Engine struct {
 	key      []byte
 	hmacs    sync.Pool
 	verified *lru.Cache[string, verifiedClaim]
+
+	// dedupePruned is when expired dedupe ids were last pruned (unix ns; see once.go).
+	dedupePruned atomic.Int64
 
 	mu      sync.Mutex
 	started bool
@@ -246,7 +253,7 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	res, err := e.create(ctx, p)
+	res, err := e.createFor(ctx, req, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}

@@ -159,6 +159,11 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 			if s := find("wait", x.WaitName); s != nil {
 				s.Status, s.Ended = "timed-out", &at
 			}
+		case history.EventPublished:
+			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "publish", Name: x.CallName, Status: "published", At: at, Ended: &at, Event: x.Event})
+		case history.ChildEnqueued:
+			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "enqueue", Name: x.CallName, Status: "enqueued", At: at, Ended: &at,
+				Output: renderJSON(mustEncode(map[string]string{"job": x.Job, "key": x.Key, "runId": x.RunID}))})
 		case history.AttemptFailed:
 			a := AttemptView{Attempt: x.Attempt, Code: x.Code, Error: x.Error, Step: x.Step, Stop: x.Stop, At: at}
 			if !x.RetryAt.IsZero() {

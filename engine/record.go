@@ -39,6 +39,10 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeBadRequest, "record for run %s: after_seq %d; a run's history starts at seq 1", req.RunID, req.AfterSeq)
 	}
 	now := e.clock.Now()
+	req, err := e.effects(ctx, req)
+	if err != nil {
+		return frontend.RecordResponse{}, err
+	}
 	m, err := e.mutation(req, now)
 	if err != nil {
 		return frontend.RecordResponse{}, err
@@ -191,6 +195,12 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			} else {
 				m.State, m.ReadyAt = store.StateReady, now
 			}
+		case frontend.CmdPublish, frontend.CmdEnqueue:
+			ev, err := effectEvent(req.RunID, c, now)
+			if err != nil {
+				return m, err
+			}
+			m.Events = append(m.Events, ev)
 		default:
 			return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: unknown command %q", req.RunID, c.Kind)
 		}

@@ -88,6 +88,12 @@ const (
 	// CmdRelease hands the claim back without spending an attempt (over a limit), ready again
 	// at ReadyAt.
 	CmdRelease CommandKind = "release"
+	// CmdPublish publishes an event (Event, payload in Output) as the durable call Name; the run
+	// stays running. See Effect.
+	CmdPublish CommandKind = "publish"
+	// CmdEnqueue enqueues a run of another job (Effect) as the durable call Name; the run stays
+	// running. See Effect.
+	CmdEnqueue CommandKind = "enqueue"
 )
 
 // Command is one thing a run's execution asks of the engine.
@@ -112,6 +118,8 @@ type Command struct {
 	RetryAt time.Time `msgpack:"retry_at,omitempty"`
 	// Release.
 	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
+	// Publish and enqueue.
+	Effect *Effect `msgpack:"effect,omitempty"`
 }
 
 // RecordRequest carries one run's commands.

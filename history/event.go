@@ -31,6 +31,8 @@ const (
 	KindRunCompleted      Kind = "RunCompleted"
 	KindRunFailed         Kind = "RunFailed"
 	KindRunCancelled      Kind = "RunCancelled"
+	KindEventPublished    Kind = "EventPublished"
+	KindChildEnqueued     Kind = "ChildEnqueued"
 )
 
 // Event is one entry of a run's history. Seq is contiguous from 1 within a run. Name is the
@@ -154,6 +156,25 @@ type RunCancelled struct {
 	Reason string `msgpack:"reason,omitempty"`
 }
 
+// EventPublished records an event the run published as a durable call (jobs.Publish). EventID
+// is derived from the run and the call, so a publish retried before this was recorded is the
+// same event and delivered once.
+type EventPublished struct {
+	CallName string `msgpack:"name"`
+	Event    string `msgpack:"event"`
+	EventID  string `msgpack:"event_id"`
+}
+
+// ChildEnqueued records a run the run enqueued as a durable call (Job.EnqueueFrom). The child was
+// created under a dedupe id derived from the run and the call, so an enqueue retried before this
+// was recorded finds the same child.
+type ChildEnqueued struct {
+	CallName string `msgpack:"name"`
+	Job      string `msgpack:"job"`
+	Key      string `msgpack:"key"`
+	RunID    string `msgpack:"run_id"`
+}
+
 func (RunStarted) Kind() Kind        { return KindRunStarted }
 func (StepCompleted) Kind() Kind     { return KindStepCompleted }
 func (TimerStarted) Kind() Kind      { return KindTimerStarted }
@@ -167,6 +188,8 @@ func (RunRetried) Kind() Kind        { return KindRunRetried }
 func (RunCompleted) Kind() Kind      { return KindRunCompleted }
 func (RunFailed) Kind() Kind         { return KindRunFailed }
 func (RunCancelled) Kind() Kind      { return KindRunCancelled }
+func (EventPublished) Kind() Kind    { return KindEventPublished }
+func (ChildEnqueued) Kind() Kind     { return KindChildEnqueued }
 
 func (RunStarted) name() string          { return "" }
 func (p StepCompleted) name() string     { return p.StepName }
@@ -181,6 +204,8 @@ func (p RunRetried) name() string        { return p.FromStep }
 func (RunCompleted) name() string        { return "" }
 func (RunFailed) name() string           { return "" }
 func (RunCancelled) name() string        { return "" }
+func (p EventPublished) name() string    { return p.CallName }
+func (p ChildEnqueued) name() string     { return p.CallName }
 
 // New encodes p as an event at time at. Seq is left 0: the store assigns it on append.
 func New(at time.Time, p Payload) Event {
@@ -224,6 +249,10 @@ func (e Event) Decode() (Payload, error) {
 		p, err = decodeAs[RunFailed](e.Data)
 	case KindRunCancelled:
 		p, err = decodeAs[RunCancelled](e.Data)
+	case KindEventPublished:
+		p, err = decodeAs[EventPublished](e.Data)
+	case KindChildEnqueued:
+		p, err = decodeAs[ChildEnqueued](e.Data)
 	default:
 		return nil, fmt.Errorf("history: event %d has unknown kind %q", e.Seq, e.Kind)
 	}
@@ -243,7 +272,7 @@ var kinds = map[Kind]bool{
 	KindRunStarted: true, KindStepCompleted: true, KindTimerStarted: true, KindTimerFired: true,
 	KindEventWaitStarted: true, KindEventReceived: true, KindEventWaitTimedOut: true,
 	KindAttemptFailed: true, KindRunBlocked: true, KindRunRetried: true, KindRunCompleted: true,
-	KindRunFailed: true, KindRunCancelled: true,
+	KindRunFailed: true, KindRunCancelled: true, KindEventPublished: true, KindChildEnqueued: true,
 }
 
 // Known reports whether k is a kind this version understands.

@@ -21,6 +21,10 @@ const (
 	kindStep  callKind = "step"
 	kindSleep callKind = "sleep"
 	kindWait  callKind = "wait"
+	// kindPublish and kindEnqueue act beyond the run; output holds the event's or the child
+	// run's id.
+	kindPublish callKind = "publish"
+	kindEnqueue callKind = "enqueue"
 )
 
 type waitState int
@@ -88,6 +92,10 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.settle(kindWait, v.WaitName, done, v.Payload)
 		case history.EventWaitTimedOut:
 			cs.settle(kindWait, v.WaitName, timedOut, nil)
+		case history.EventPublished:
+			cs.list = append(cs.list, call{kind: kindPublish, name: v.CallName, seq: e.Seq, output: []byte(v.EventID), state: done})
+		case history.ChildEnqueued:
+			cs.list = append(cs.list, call{kind: kindEnqueue, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
 		case history.RunRetried:
 			if v.FromSeq > 0 {
 				// The operator re-runs from a step: the calls recorded from it on are discarded
@@ -124,7 +132,8 @@ func hasCall(k history.Kind) bool {
 	switch k {
 	case history.KindRunStarted, history.KindStepCompleted, history.KindTimerStarted,
 		history.KindTimerFired, history.KindEventWaitStarted, history.KindEventReceived,
-		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted:
+		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted,
+		history.KindEventPublished, history.KindChildEnqueued:
 		return true
 	}
 	return false

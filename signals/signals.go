@@ -51,6 +51,13 @@ type Published struct {
 
 // Publish publishes an event whose payload is msgpack-encoded.
 func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Published, error) {
+	return s.PublishID(ctx, "", name, payload)
+}
+
+// PublishID is Publish under a given event id ("" makes a fresh one). The store keeps an event's
+// id for the lookback window and a second publish of a kept id is a no-op, so a caller that may
+// send one publish twice (a run's durable publish, retried) names it.
+func (s *Service) PublishID(ctx context.Context, id, name string, payload []byte) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
@@ -72,7 +79,9 @@ func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Pub
 		return Published{}, jobs.Wrap(jobs.CodeEncoding, err, "event %q", name)
 	}
 	now := s.cfg.Clock.Now()
-	id := uuid7.New(now)
+	if id == "" {
+		id = uuid7.New(now)
+	}
 	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: fields, Now: now})
 	if err != nil {
 		return Published{}, err

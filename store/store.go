@@ -348,6 +348,8 @@ type Store interface {
 
 	// Close releases the store's resources.
 	Close() error
+
+	Deduper
 }
 
 // Signal is a notification from another process sharing the store.

@@ -57,6 +57,8 @@ type Store struct {
 	schedules map[string]store.ScheduleState
 	// ledger is the backfill ledger (backfill.go); its zero value is ready.
 	ledger backfillLedger
+	// dedupe maps a request's dedupe id to the run it created (see dedupe.go).
+	dedupe map[string]dedupeRec
 }
 
 type jobKey struct{ job, key string }

@@ -212,6 +212,9 @@ type txn struct {
 	conn  *pgxpool.Conn
 	begun bool
 	done  bool
+	// ext is the caller's own transaction when the work joins it (see tx.go): then there is no
+	// BEGIN, no COMMIT and no connection of ours; the caller commits or rolls back.
+	ext pgx.Tx
 }
 
 func (s *Store) begin(ctx context.Context, op string) (*txn, error) {
@@ -225,16 +228,24 @@ func (s *Store) begin(ctx context.Context, op string) (*txn, error) {
 // batch returns an empty pipeline; the transaction's first one starts with BEGIN.
 func (t *txn) batch() *pgx.Batch {
 	b := &pgx.Batch{}
-	if !t.begun {
+	if !t.begun && t.ext == nil {
 		b.Queue(t.s.q(stmtBegin))
 		t.begun = true
 	}
 	return b
 }
 
+// sendBatch sends b on the transaction's connection: ours, or the caller's transaction.
+func (t *txn) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.ext != nil {
+		return t.ext.SendBatch(ctx, b)
+	}
+	return t.conn.SendBatch(ctx, b)
+}
+
 // send runs b, one round trip. Results are read by the callbacks queued with the statements.
 func (t *txn) send(ctx context.Context, b *pgx.Batch) error {
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.sendBatch(ctx, b).Close(); err != nil {
 		return unavailable(t.op, err)
 	}
 	return nil
@@ -245,6 +256,9 @@ func (t *txn) send(ctx context.Context, b *pgx.Batch) error {
 // may not have committed, and only reading the data again can tell. When the server answered
 // with an error, or nothing was sent, it did not commit.
 func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
+	if t.ext != nil {
+		return t.send(ctx, b) // the caller's commit, not ours
+	}
 	b.Queue(t.s.q(stmtCommit))
 	err := t.conn.SendBatch(ctx, b).Close()
 	t.done = true
@@ -262,6 +276,9 @@ func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
 // refusal or an error before commit). A connection that cannot roll back is closed rather than
 // reused.
 func (t *txn) release() {
+	if t.ext != nil {
+		return
+	}
 	pc := t.conn.Conn().PgConn()
 	if !pc.IsClosed() && pc.TxStatus() != 'I' {
 		// The caller's context may be the reason we are here (cancelled mid-call), so the

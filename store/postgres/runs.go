@@ -49,8 +49,8 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 	return out, nil
 }
 
-// createRuns is RunCreate inside t, so a schedule's fire shares the transaction: it returns the
-// pipeline of the remaining writes, which the caller completes and commits.
+// createRuns is RunCreate inside t, up to its last pipeline: it returns the results and the
+// pipeline of writes (history, timers, notifications) that t's commit must carry.
 func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunParams) ([]store.CreateRunResult, *pgx.Batch, error) {
 	if len(ps) == 0 {
 		return nil, t.batch(), nil
@@ -64,7 +64,6 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 				p.Run.ID, p.Run.State)
 		}
 	}
-
 	out := make([]store.CreateRunResult, len(ps))
 	var written []int // the params whose run this call inserted
 	pending := make([]int, len(ps))

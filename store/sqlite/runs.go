@@ -136,61 +136,52 @@ func (t *wtx) armTimer(runID string, tm store.Timer) error {
 // state other than ready or delayed) fails whole, with X_INVARIANT: those are the engine's bugs,
 // and the batch is one transaction.
 func (s *Store) RunCreate(ctx context.Context, runs []store.CreateRunParams) ([]store.CreateRunResult, error) {
-	var out []store.CreateRunResult
-	err := s.write(ctx, "create runs", func(t *wtx) (err error) {
-		out, err = t.createRuns(runs)
-		return err
-	})
+	out := make([]store.CreateRunResult, len(runs))
+	err := s.write(ctx, "create runs", func(t *wtx) error { return t.createRuns(runs, out) })
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// createRuns is RunCreate inside a write transaction, so a schedule's fire shares it.
-func (t *wtx) createRuns(runs []store.CreateRunParams) ([]store.CreateRunResult, error) {
-	out := make([]store.CreateRunResult, len(runs))
-	err := func() error {
-		for i, p := range runs {
-			// The check and the insert share the write transaction, so no other create can
-			// slip between them (an earlier run of this call included); runs_live_key would
-			// refuse a second live run anyway.
-			live, err := scanRun(t.queryRow(sqlRunLiveByKey, p.Run.Job, p.Run.Key))
-			switch {
-			case err == nil:
-				out[i] = store.CreateRunResult{Run: live, Deduped: true}
-				continue
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
-			switch {
-			case p.Run.ID == "":
-				return jobs.Errorf(jobs.CodeInvariant, "create run %d of %d: no id", i+1, len(runs))
-			case p.Run.State != store.StateReady && p.Run.State != store.StateDelayed:
-				return jobs.Errorf(jobs.CodeInvariant, "create run %s in state %q: want ready or delayed", p.Run.ID, p.Run.State)
-			}
-			if _, taken, err := t.getRun(p.Run.ID); err != nil {
-				return err
-			} else if taken {
-				return jobs.Errorf(jobs.CodeInvariant, "create run %s: the id is taken", p.Run.ID)
-			}
-			r := newRun(p.Run)
-			if err := t.insertRun(&r, p.Started); err != nil {
-				return err
-			}
-			if p.Timer != nil {
-				if err := t.armTimer(r.ID, *p.Timer); err != nil {
-					return err
-				}
-			}
-			out[i] = store.CreateRunResult{Run: r}
+// createRuns is RunCreate inside a write transaction (shared by a schedule's fire and a deduped
+// create); out receives one result per run.
+func (t *wtx) createRuns(runs []store.CreateRunParams, out []store.CreateRunResult) error {
+	for i, p := range runs {
+		// The check and the insert share the write transaction, so no other create can
+		// slip between them (an earlier run of this call included); runs_live_key would
+		// refuse a second live run anyway.
+		live, err := scanRun(t.queryRow(sqlRunLiveByKey, p.Run.Job, p.Run.Key))
+		switch {
+		case err == nil:
+			out[i] = store.CreateRunResult{Run: live, Deduped: true}
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
 		}
-		return nil
-	}()
-	if err != nil {
-		return nil, err
+		switch {
+		case p.Run.ID == "":
+			return jobs.Errorf(jobs.CodeInvariant, "create run %d of %d: no id", i+1, len(runs))
+		case p.Run.State != store.StateReady && p.Run.State != store.StateDelayed:
+			return jobs.Errorf(jobs.CodeInvariant, "create run %s in state %q: want ready or delayed", p.Run.ID, p.Run.State)
+		}
+		if _, taken, err := t.getRun(p.Run.ID); err != nil {
+			return err
+		} else if taken {
+			return jobs.Errorf(jobs.CodeInvariant, "create run %s: the id is taken", p.Run.ID)
+		}
+		r := newRun(p.Run)
+		if err := t.insertRun(&r, p.Started); err != nil {
+			return err
+		}
+		if p.Timer != nil {
+			if err := t.armTimer(r.ID, *p.Timer); err != nil {
+				return err
+			}
+		}
+		out[i] = store.CreateRunResult{Run: r}
 	}
-	return out, nil
+	return nil
 }
 
 // newRun is the row of a run being created. The store owns the claim, the history and the

@@ -118,7 +118,8 @@ func (s *Store) ScheduleFire(ctx context.Context, p store.ScheduleFireParams) ([
 		if err := store.CheckFire(p, l, err == nil, st, ok); err != nil {
 			return err
 		}
-		if out, err = t.createRuns(p.Runs); err != nil {
+		out = make([]store.CreateRunResult, len(p.Runs))
+		if err := t.createRuns(p.Runs, out); err != nil {
 			return err
 		}
 		return t.saveSchedule(store.Fired(st, p, out))

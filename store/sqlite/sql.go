@@ -227,4 +227,5 @@ var writeStatements = []string{
 	sqlWorkerReleaseClaims, sqlWorkerReleaseSticky,
 	sqlLeaderAcquire, sqlLeaderGet, sqlLeaderRelease, sqlScheduleInsert, sqlScheduleGet, sqlScheduleSave,
 	sqlBackfillGet, sqlBackfillInsert, sqlBackfillAdopt, sqlBackfillUpdate, sqlBackfillFinish,
+	sqlDedupeGet, sqlDedupeInsert, sqlDedupePrune,
 }

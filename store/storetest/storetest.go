@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Manifest", manifestTests},
 		{"Schedules", scheduleTests},
 		{"Backfills", backfillTests},
+		{"Dedupe", dedupeTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,22 @@
+package frontend
+
+import "time"
+
+// Effect is what a durable call acting beyond its run asks (CmdPublish, CmdEnqueue), and, once
+// the engine carried it out, what came of it. The engine does the effect under an id derived
+// from (run id, call name) before it records the call, so a call retried before its record
+// landed (a lost lease, a store that failed) repeats the same effect instead of a second one.
+type Effect struct {
+	// CmdEnqueue: the run to enqueue.
+	Job      string        `msgpack:"job,omitempty"`
+	Queue    string        `msgpack:"queue,omitempty"`
+	Key      string        `msgpack:"key,omitempty"`
+	Tenant   string        `msgpack:"tenant,omitempty"`
+	NoTenant bool          `msgpack:"no_tenant,omitempty"`
+	Input    []byte        `msgpack:"input,omitempty"`
+	Delay    time.Duration `msgpack:"delay,omitempty"`
+
+	// Set by the engine, whatever a worker sent: the published event's id, the enqueued run's id.
+	EventID string `msgpack:"event_id,omitempty"`
+	RunID   string `msgpack:"run_id,omitempty"`
+}

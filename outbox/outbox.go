@@ -1,0 +1,158 @@
+// Package outbox is transactional enqueue for applications whose transaction is not the engine's:
+// the enqueue is staged as a row in the application's own database, inside the caller's
+// transaction, and a Relay publishes committed rows to the engine. The job is enqueued if and only
+// if the caller commits, whatever happens between the commit and the publish.
+//
+// When the application's Postgres IS the engine's store, SameDB writes the run itself in the
+// caller's transaction instead, and no relay is needed.
+//
+// Three pieces, all needed in a process that stages:
+//
+//	DDL (PostgresDDL / SQLiteDDL) or Migrate  the outbox table, in the application's database
+//	New(Config{Store, Direct, Mode})          the Outbox an enqueue stages through
+//	NewRelay(RelayConfig{Store, Publisher})   publishes staged rows, started and stopped with the app
+//
+// Rows are published in (staged_at, id) order and the engine creates at most one run per row
+// (the row's id is the enqueue's dedupe id), so a relay that crashes between publishing a row and
+// marking it published republishes it harmlessly, even after the first run finished.
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+)
+
+// Mode says what an enqueue with no transaction in reach does.
+type Mode int
+
+const (
+	// Fallback (the default) enqueues directly through Config.Direct. It lets a script or a test
+	// enqueue with no wiring, and it is a fallback, not the guarantee: a direct enqueue is not
+	// tied to any transaction of the caller.
+	Fallback Mode = iota
+	// Required refuses an enqueue with no transaction in reach: X_OUTBOX_NO_TX.
+	Required
+)
+
+// Config configures an Outbox.
+type Config struct {
+	// Store holds the staged rows. Required.
+	Store Store
+	// Direct enqueues when no transaction is in reach and Mode is Fallback: the engine, or an
+	// api.Client. Nil makes every such enqueue X_OUTBOX_NO_TX, as Required does.
+	Direct jobs.Enqueuer
+	Mode   Mode
+	// Clock stamps staged_at. Defaults to the wall clock.
+	Clock clock.Clock
+}
+
+// Outbox stages enqueues in the caller's transaction. It implements jobs.Enqueuer (the
+// transaction comes from the context, see WithTx) and, bound to a transaction with Tx,
+// jobs.TxEnqueuer.
+type Outbox struct {
+	cfg  Config
+	mu   sync.Mutex
+	last time.Time // the newest staged_at handed out, so it never goes backwards
+}
+
+var _ jobs.Enqueuer = (*Outbox)(nil)
+
+// New returns an Outbox.
+func New(cfg Config) (*Outbox, error) {
+	if cfg.Store == nil {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: no store configured")
+	}
+	if cfg.Mode != Fallback && cfg.Mode != Required {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: unknown mode %d", cfg.Mode)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Outbox{cfg: cfg}, nil
+}
+
+// Enqueue implements jobs.Enqueuer: it stages into the transaction ctx carries (WithTx), or,
+// with none, falls back to a direct enqueue (Fallback) or refuses with X_OUTBOX_NO_TX (Required).
+func (o *Outbox) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
+	return o.enqueue(ctx, TxFrom(ctx), req)
+}
+
+// Tx binds the outbox to tx, the caller's open transaction: job.EnqueueTx(ctx, ob.Tx(tx), in).
+// A nil tx behaves as Enqueue with no transaction in reach.
+func (o *Outbox) Tx(tx Tx) jobs.TxEnqueuer { return bound{o, tx} }
+
+type bound struct {
+	o  *Outbox
+	tx Tx
+}
+
+func (b bound) EnqueueTx(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
+	return b.o.enqueue(ctx, b.tx, req)
+}
+
+func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
+	if tx == nil {
+		if o.cfg.Mode == Required || o.cfg.Direct == nil {
+			return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeOutboxNoTx,
+				"enqueue of %q: the outbox requires a transaction and none is in reach", req.Job)
+		}
+		return o.cfg.Direct.Enqueue(ctx, req)
+	}
+	// Refuse a bad request now, in the caller's transaction, where the caller can still be
+	// told; a row the engine refuses later would stop the relay behind it.
+	if err := req.Validate(); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if req.DedupeID != "" {
+		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeBadRequest, "enqueue of %q: the outbox names the dedupe id itself", req.Job)
+	}
+	if req.Queue == "" {
+		req.Queue = jobs.DefaultQueue
+	}
+	row := Row{Request: req, StagedAt: o.stagedAt()}
+	row.ID = newID(row.StagedAt)
+	if err := o.cfg.Store.Stage(ctx, tx, []Row{row}); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	// The run does not exist yet: it is created when the relay publishes the committed row.
+	return jobs.EnqueueResult{Staged: row.ID}, nil
+}
+
+// stagedAt is the clock's time, never earlier than the last one handed out (at microsecond
+// resolution, which is what Postgres keeps), so rows staged in order keep that order.
+func (o *Outbox) stagedAt() time.Time {
+	now := o.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.last) {
+		now = o.last
+	}
+	o.last = now
+	return now
+}
+
+var (
+	idSeq    atomic.Uint64
+	idSuffix = func() uint32 {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return binary.BigEndian.Uint32(b[:])
+	}()
+)
+
+// newID is a row id that sorts by time and, within this process, strictly by creation: the
+// millisecond, then a process-wide counter, then a random suffix that keeps processes apart.
+func newID(t time.Time) string {
+	return fmt.Sprintf("%012x-%016x-%08x", uint64(t.UnixMilli()), idSeq.Add(1), idSuffix)
+}
+
+// DedupeID is the dedupe id a row is published under.
+func DedupeID(rowID string) string { return "outbox:" + rowID }

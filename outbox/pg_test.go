@@ -1,0 +1,5 @@
+package outbox
+
+import "os"
+
+func hasPostgres() bool { return os.Getenv("TEST_DATABASE_URL") != "" }

@@ -1,0 +1,99 @@
+package outbox
+
+// Every statement of the SQL stores, per dialect, with {T} for the table. The outbox table lives
+// in the APPLICATION's database (staging joins the application's transaction), so its DDL is
+// here, applied by SQLStore.Migrate or by the application's own migrations (PostgresDDL,
+// SQLiteDDL), never by the engine's migrations.
+
+type dialect struct {
+	name          string
+	ddl           string
+	stage         string
+	claim         string
+	markPublished string
+	release       string
+	backlog       string
+	prune         string
+}
+
+// pgDialect: times are timestamptz (microseconds), id lists are text[].
+var pgDialect = dialect{
+	name: "postgres",
+	ddl: `CREATE TABLE IF NOT EXISTS {T} (
+	id           text PRIMARY KEY,
+	job          text NOT NULL,
+	request      bytea NOT NULL,
+	staged_at    timestamptz NOT NULL,
+	claimed_by   text,
+	claimed_at   timestamptz,
+	published_at timestamptz
+);
+-- The relay's claim walks the unpublished rows in (staged_at, id) order.
+CREATE INDEX IF NOT EXISTS {I}_pending ON {T} (staged_at, id) WHERE published_at IS NULL;`,
+
+	stage: `INSERT INTO {T} (id, job, request, staged_at) VALUES ($1, $2, $3, $4)`,
+
+	// The head of the unpublished rows is locked in order (FOR UPDATE, not SKIP LOCKED: a
+	// second relay waits the few microseconds of this statement instead of skipping ahead of
+	// rows in flight), and the prefix up to the first row another relay holds under a live
+	// claim is stamped in the same statement. A relay that waited re-reads the rows it locked
+	// in their newest version, so it sees the first relay's stamp and stops there.
+	claim: `WITH head AS (
+	SELECT id, staged_at, (claimed_at IS NOT NULL AND claimed_at > $3) AS held
+	FROM {T} WHERE published_at IS NULL
+	ORDER BY staged_at, id LIMIT $4
+	FOR UPDATE
+), pick AS (
+	SELECT id FROM (SELECT id, bool_or(held) OVER (ORDER BY staged_at, id) AS blocked FROM head) h
+	WHERE NOT blocked
+)
+UPDATE {T} o SET claimed_by = $1, claimed_at = $2 FROM pick WHERE o.id = pick.id
+RETURNING o.id, o.request, o.staged_at`,
+
+	markPublished: `UPDATE {T} SET published_at = $3
+WHERE id = ANY($2) AND claimed_by = $1 AND published_at IS NULL`,
+
+	release: `UPDATE {T} SET claimed_by = NULL, claimed_at = NULL
+WHERE id = ANY($2) AND claimed_by = $1 AND published_at IS NULL`,
+
+	backlog: `SELECT count(*), min(staged_at) FROM {T} WHERE published_at IS NULL`,
+
+	prune: `DELETE FROM {T} WHERE published_at < $1`,
+}
+
+// sqliteDialect: times are INTEGER unix nanoseconds (UTC), id lists are JSON arrays. SQLite has
+// one writer, so the claim's UPDATE is atomic on its own.
+var sqliteDialect = dialect{
+	name: "sqlite",
+	ddl: `CREATE TABLE IF NOT EXISTS {T} (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	job          TEXT    NOT NULL,
+	request      BLOB    NOT NULL,
+	staged_at    INTEGER NOT NULL,
+	claimed_by   TEXT,
+	claimed_at   INTEGER,
+	published_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS {I}_pending ON {T} (staged_at, id) WHERE published_at IS NULL;`,
+
+	stage: `INSERT INTO {T} (id, job, request, staged_at) VALUES (?1, ?2, ?3, ?4)`,
+
+	claim: `UPDATE {T} SET claimed_by = ?1, claimed_at = ?2 WHERE id IN (
+	SELECT id FROM (
+		SELECT id, max(claimed_at IS NOT NULL AND claimed_at > ?3) OVER (ORDER BY staged_at, id) AS blocked
+		FROM (SELECT id, staged_at, claimed_at FROM {T} WHERE published_at IS NULL
+		      ORDER BY staged_at, id LIMIT ?4)
+	) WHERE blocked = 0
+)
+RETURNING id, request, staged_at`,
+
+	markPublished: `UPDATE {T} SET published_at = ?3
+WHERE id IN (SELECT value FROM json_each(?2)) AND claimed_by = ?1 AND published_at IS NULL`,
+
+	release: `UPDATE {T} SET claimed_by = NULL, claimed_at = NULL
+WHERE id IN (SELECT value FROM json_each(?2)) AND claimed_by = ?1 AND published_at IS NULL`,
+
+	backlog: `SELECT count(*), min(staged_at) FROM {T} WHERE published_at IS NULL`,
+
+	prune: `DELETE FROM {T} WHERE published_at < ?1`,
+}

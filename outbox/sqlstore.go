@@ -1,0 +1,304 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ultimat3/jobs"
+)
+
+// DefaultTable is the outbox table's name when the store is given none.
+const DefaultTable = "jobs_outbox"
+
+// SQLStore is the outbox Store over Postgres (pgx) or SQLite (database/sql). It keeps published
+// rows with published_at as the audit trail; Prune deletes them once they are old enough.
+type SQLStore struct {
+	d     dialect
+	db    conn
+	table string
+	sql   dialect // d with {T} rendered
+}
+
+var _ Store = (*SQLStore)(nil)
+
+// tableName: a plain lower-case identifier, optionally schema-qualified. It is spliced into SQL,
+// so nothing else is accepted.
+var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
+
+// NewPostgresStore returns the outbox store on pool's database; the relay's statements run on
+// pool. Staging accepts a pgx transaction (Pgx) or a database/sql one (SQL) on the same database.
+func NewPostgresStore(pool *pgxpool.Pool, table string) (*SQLStore, error) {
+	if pool == nil {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: no Postgres pool")
+	}
+	return newSQLStore(pgDialect, pgxConn{pool}, table)
+}
+
+// NewSQLiteStore returns the outbox store on db (a database/sql handle on SQLite). Staging
+// accepts a database/sql transaction (SQL) on the same database.
+func NewSQLiteStore(db *sql.DB, table string) (*SQLStore, error) {
+	if db == nil {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: no database")
+	}
+	return newSQLStore(sqliteDialect, sqlConn{db}, table)
+}
+
+func newSQLStore(d dialect, db conn, table string) (*SQLStore, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	if !tableName.MatchString(table) {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "outbox: table %q: want a lower-case identifier, optionally schema-qualified", table)
+	}
+	return &SQLStore{d: d, db: db, table: table, sql: render(d, table)}, nil
+}
+
+func render(d dialect, table string) dialect {
+	index := table[strings.LastIndexByte(table, '.')+1:]
+	r := strings.NewReplacer("{T}", table, "{I}", index)
+	for _, p := range []*string{&d.ddl, &d.stage, &d.claim, &d.markPublished, &d.release, &d.backlog, &d.prune} {
+		*p = r.Replace(*p)
+	}
+	return d
+}
+
+// PostgresDDL is the outbox table's DDL for Postgres, for an application that applies its schema
+// with its own migrations. It is idempotent (IF NOT EXISTS).
+func PostgresDDL(table string) string {
+	if table == "" {
+		table = DefaultTable
+	}
+	return render(pgDialect, table).ddl
+}
+
+// SQLiteDDL is the outbox table's DDL for SQLite; see PostgresDDL.
+func SQLiteDDL(table string) string {
+	if table == "" {
+		table = DefaultTable
+	}
+	return render(sqliteDialect, table).ddl
+}
+
+// Migrate creates the outbox table if it is missing.
+func (s *SQLStore) Migrate(ctx context.Context) error {
+	for _, stmt := range strings.Split(s.sql.ddl, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := s.db.exec(ctx, stmt); err != nil {
+			return s.failed("migrate", err)
+		}
+	}
+	return nil
+}
+
+// Stage implements Store.
+func (s *SQLStore) Stage(ctx context.Context, tx Tx, rows []Row) error {
+	switch tx.(type) {
+	case pgxTx:
+		if s.d.name != pgDialect.name {
+			return jobs.Errorf(jobs.CodeOutboxNoTx, "outbox: a pgx transaction cannot stage into the %s outbox", s.d.name)
+		}
+	case sqlTx:
+	default:
+		return jobs.Errorf(jobs.CodeOutboxNoTx, "outbox: the %s outbox cannot stage into a %T", s.d.name, tx)
+	}
+	for _, r := range rows {
+		req, err := msgpack.Marshal(r.Request)
+		if err != nil {
+			return jobs.Wrap(jobs.CodeEncoding, err, "outbox: encode the enqueue of %q", r.Request.Job)
+		}
+		if err := tx.exec(ctx, s.sql.stage, r.ID, r.Request.Job, req, s.timeArg(r.StagedAt)); err != nil {
+			// The caller's transaction failed, not ours: its error is what the caller must see.
+			return jobs.Wrap(jobs.CodeStoreUnavailable, err, "outbox: stage the enqueue of %q", r.Request.Job)
+		}
+	}
+	return nil
+}
+
+// Claim implements Store.
+func (s *SQLStore) Claim(ctx context.Context, relay string, now time.Time, lease time.Duration, limit int) ([]Row, error) {
+	if relay == "" || lease <= 0 || limit <= 0 {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox claim: relay %q, lease %s, limit %d", relay, lease, limit)
+	}
+	rows, err := s.db.query(ctx, s.sql.claim, relay, s.timeArg(now), s.timeArg(now.Add(-lease)), limit)
+	if err != nil {
+		return nil, s.failed("claim", err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		r := Row{ClaimedBy: relay, ClaimedAt: now}
+		var req []byte
+		var staged any
+		if err := rows.Scan(&r.ID, &req, &staged); err != nil {
+			return nil, s.failed("claim", err)
+		}
+		r.StagedAt = s.scanTime(staged)
+		if err := msgpack.Unmarshal(req, &r.Request); err != nil {
+			return nil, jobs.Wrap(jobs.CodeEncoding, err, "outbox row %s", r.ID)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failed("claim", err)
+	}
+	// RETURNING promises no order: put the batch back in the order the claim took it.
+	slices.SortFunc(out, func(a, b Row) int {
+		if c := a.StagedAt.Compare(b.StagedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// MarkPublished implements Store.
+func (s *SQLStore) MarkPublished(ctx context.Context, relay string, ids []string, now time.Time) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx, s.sql.markPublished, relay, s.idsArg(ids), s.timeArg(now))
+	if err != nil {
+		return 0, s.failed("mark published", err)
+	}
+	return int(n), nil
+}
+
+// Release implements Store.
+func (s *SQLStore) Release(ctx context.Context, relay string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx, s.sql.release, relay, s.idsArg(ids))
+	if err != nil {
+		return 0, s.failed("release", err)
+	}
+	return int(n), nil
+}
+
+// Backlog implements Store.
+func (s *SQLStore) Backlog(ctx context.Context) (int, time.Time, error) {
+	rows, err := s.db.query(ctx, s.sql.backlog)
+	if err != nil {
+		return 0, time.Time{}, s.failed("backlog", err)
+	}
+	defer rows.Close()
+	var n int64
+	var oldest any
+	if rows.Next() {
+		if err := rows.Scan(&n, &oldest); err != nil {
+			return 0, time.Time{}, s.failed("backlog", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, time.Time{}, s.failed("backlog", err)
+	}
+	return int(n), s.scanTime(oldest), nil
+}
+
+// Prune deletes rows published before before; it returns how many.
+func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.db.exec(ctx, s.sql.prune, s.timeArg(before))
+	if err != nil {
+		return 0, s.failed("prune", err)
+	}
+	return int(n), nil
+}
+
+func (s *SQLStore) timeArg(t time.Time) any {
+	if s.d.name == sqliteDialect.name {
+		return t.UTC().UnixNano()
+	}
+	return t
+}
+
+func (s *SQLStore) scanTime(v any) time.Time {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC()
+	case int64:
+		return time.Unix(0, t).UTC()
+	}
+	return time.Time{}
+}
+
+func (s *SQLStore) idsArg(ids []string) any {
+	if s.d.name == sqliteDialect.name {
+		b, _ := json.Marshal(ids)
+		return string(b)
+	}
+	return ids
+}
+
+func (s *SQLStore) failed(op string, err error) error {
+	var je *jobs.Error
+	if errors.As(err, &je) {
+		return err
+	}
+	return jobs.Wrap(jobs.CodeStoreUnavailable, err, "outbox %s %s", s.d.name, op)
+}
+
+// conn is what the relay's statements run on: a pgx pool or a database/sql handle.
+type conn interface {
+	query(ctx context.Context, q string, args ...any) (rowsIter, error)
+	exec(ctx context.Context, q string, args ...any) (int64, error)
+}
+
+type rowsIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+type pgxConn struct{ pool *pgxpool.Pool }
+
+func (c pgxConn) query(ctx context.Context, q string, args ...any) (rowsIter, error) {
+	rows, err := c.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgxRows{rows}, nil
+}
+
+func (c pgxConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := c.pool.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
+type pgxRows struct{ pgx.Rows }
+
+func (r pgxRows) Close() { r.Rows.Close() }
+
+type sqlConn struct{ db *sql.DB }
+
+func (c sqlConn) query(ctx context.Context, q string, args ...any) (rowsIter, error) {
+	rows, err := c.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (c sqlConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := c.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }

@@ -1,0 +1,30 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// OnceParams creates one run on behalf of a request that may be sent more than once.
+type OnceParams struct {
+	// ID names the request (an outbox row's id, a run's durable enqueue call). Within the
+	// retention window a second request with the same ID creates nothing: it gets the run the
+	// first one made, whatever state that run is in by now.
+	ID     string
+	Create CreateRunParams
+}
+
+// Deduper remembers which request created which run, beyond the run's live states. Idempotency
+// by (Job, Key) only covers a run that is still live, so a resend landing after the first run
+// finished would start a second one; a dedupe id closes that window.
+type Deduper interface {
+	// RunCreateOnce creates p.Create's run as RunCreate does (a live run holding its (Job, Key)
+	// is returned Deduped), unless p.ID is recorded: then the run recorded under p.ID is returned,
+	// Deduped, and nothing is written. Otherwise p.ID → the returned run is recorded, at
+	// p.Create.Run.CreatedAt, in the same transaction as the run. Two concurrent calls with one
+	// ID create at most one run and return the same run.
+	RunCreateOnce(ctx context.Context, p OnceParams) (CreateRunResult, error)
+
+	// DedupePrune forgets the ids recorded before before; it returns how many.
+	DedupePrune(ctx context.Context, before time.Time) (int, error)
+}

@@ -1,0 +1,10 @@
+-- 002_dedupe: which request created which run, kept for the dedupe retention window. The
+-- idempotency key (runs_live_key) only holds while a run is live; a dedupe id holds past the
+-- run's end, so a resent request (an outbox relay that crashed between publish and mark) never
+-- starts a second run. created_at is the engine's clock, for pruning.
+CREATE TABLE {S}.dedupe (
+	id         text PRIMARY KEY,
+	run_id     text NOT NULL,
+	created_at timestamptz NOT NULL
+);
+CREATE INDEX dedupe_created ON {S}.dedupe (created_at);
