@@ -253,6 +253,7 @@ type SlotParams struct {
 // Store is the persistence of the engine. All methods are safe for concurrent use, from any
 // number of processes sharing the backend (where the backend is shareable).
 type Store interface {
+	Searcher // search.go
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
 	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
 	// concurrent creates with the same (Job, Key) create exactly one run.
