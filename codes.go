@@ -43,6 +43,7 @@ const (
 	CodePayloadTooLarge          Code = "X_PAYLOAD_TOO_LARGE"
 	CodeBadRequest               Code = "X_BAD_REQUEST"
 	CodeUnauthorized             Code = "X_UNAUTHORIZED"
+	CodeForbidden                Code = "X_FORBIDDEN"
 	CodeRateLimited              Code = "X_RATE_LIMITED"
 	CodeOverloaded               Code = "X_OVERLOADED"
 	CodeDraining                 Code = "X_DRAINING"
@@ -84,6 +85,7 @@ var codeTable = []CodeInfo{
 	{CodePayloadTooLarge, Terminal, "an input, output or event payload is over the size limit"},
 	{CodeBadRequest, Terminal, "a request was malformed"},
 	{CodeUnauthorized, Terminal, "a request carried no valid bearer token"},
+	{CodeForbidden, Terminal, "an authenticated request may not do this: a browser action without its session's CSRF token, or a role that may only look"},
 	{CodeRateLimited, RetryAfter, "the callee asked to be called again later"},
 	{CodeOverloaded, RetryAfter, "the callee is overloaded and named when to come back"},
 	{CodeDraining, Retryable, "the process is shutting down"},

@@ -20,6 +20,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobTenantRequired:      http.StatusBadRequest,
 	jobs.CodeJobDefinition:          http.StatusBadRequest,
 	jobs.CodeUnauthorized:           http.StatusUnauthorized,
+	jobs.CodeForbidden:              http.StatusForbidden,
 	jobs.CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,

@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/ui"
 	"github.com/ultimat3/jobs/engine"
 )
 
@@ -68,6 +69,8 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Logger receives request failures and panics. Defaults to slog.Default().
 	Logger *slog.Logger
+	// NoUI turns off the operator console served under /_x/ (package api/ui).
+	NoUI bool
 }
 
 // Server is the engine's HTTP handler, with a listener lifecycle for when it serves on its own
@@ -78,6 +81,7 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	token   [sha256.Size]byte
+	ui      http.Handler // nil with Config.NoUI
 
 	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
 	drainCtx context.Context
@@ -134,6 +138,13 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
 		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
 	}
+	if !cfg.NoUI {
+		console, err := ui.New(ui.Config{Engine: cfg.Engine, Token: cfg.Token, StatusOf: StatusOf, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		s.ui = console
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -164,6 +175,9 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.ui != nil {
+		mux.Handle(ui.Prefix+"/", s.ui)
+	}
 	mux.Handle("/", s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		return jobs.Errorf(jobs.CodeBadRequest, "no route for %s %s", r.Method, r.URL.Path)
 	}))
@@ -304,13 +318,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "cross-site requests are refused (Origin %s)", origin))
 			return
 		}
+		// The console (/_x/) checks its own credentials: a browser sends a session cookie and
+		// form posts, not a bearer header and JSON. The checks above and the address rule below
+		// still apply to it.
+		isUI := s.ui != nil && (r.URL.Path == ui.Prefix || strings.HasPrefix(r.URL.Path, ui.Prefix+"/"))
 		if s.cfg.Token == "" {
 			if !byAddress(r.Host) {
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
 					"this engine has no token, so it serves requests by IP address or localhost only, not by the name %q: set --token / JOBS_TOKEN", r.Host))
 				return
 			}
-		} else {
+		} else if !isUI {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			sum := sha256.Sum256([]byte(got))
 			if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
@@ -319,7 +337,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Method == http.MethodPost && !isMsgpack(r) && !isJSON(r) {
+		if r.Method == http.MethodPost && !isUI && !isMsgpack(r) && !isJSON(r) {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeBadRequest,
 				"a POST body must be declared Content-Type: application/json (or application/msgpack), got %q", r.Header.Get("Content-Type")))
 			return
