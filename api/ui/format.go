@@ -59,10 +59,8 @@ func ago(now, t time.Time) string {
 
 // age renders a duration in seconds compactly: 42s, 7m, 3h12m, 4d.
 func age(sec float64) string {
-	d := time.Duration(sec * float64(time.Second))
+	d := max(0, time.Duration(sec*float64(time.Second)))
 	switch {
-	case d <= 0:
-		return "—"
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
 	case d < time.Hour:
