@@ -14,6 +14,25 @@ import (
 
 // RunSearch implements store.Searcher.
 func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, error) {
+	query, args := s.searchSQL(q)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, unavailable("run search", err)
+	}
+	byID := map[string]*store.Run{}
+	var order []string
+	if err := collectRuns(rows, byID, &order); err != nil {
+		return nil, unavailable("run search", err)
+	}
+	out := make([]store.Run, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// searchSQL assembles the query of q (rendered for the store's schema) and its arguments.
+func (s *Store) searchSQL(q store.RunQuery) (string, []any) {
 	var b strings.Builder
 	b.WriteString(sqlSearchHead)
 	var args []any
@@ -33,20 +52,7 @@ func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, e
 	add(!q.CreatedTo.IsZero(), sqlSearchCreatedTo, q.CreatedTo)
 	args = append(args, limitArg(q.Limit))
 	fmt.Fprintf(&b, sqlSearchTail, len(args))
-	rows, err := s.pool.Query(ctx, schemaReplacer(s.schema).Replace(b.String()), args...)
-	if err != nil {
-		return nil, unavailable("run search", err)
-	}
-	byID := map[string]*store.Run{}
-	var order []string
-	if err := collectRuns(rows, byID, &order); err != nil {
-		return nil, unavailable("run search", err)
-	}
-	out := make([]store.Run, 0, len(order))
-	for _, id := range order {
-		out = append(out, *byID[id])
-	}
-	return out, nil
+	return schemaReplacer(s.schema).Replace(b.String()), args
 }
 
 // RunFinishedCounts implements store.Searcher.

@@ -12,6 +12,20 @@ import (
 
 // RunSearch implements store.Searcher.
 func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, error) {
+	query, args := searchSQL(q)
+	rows, err := s.readQuery(ctx, query, args...)
+	if err != nil {
+		return nil, failed("search runs", err)
+	}
+	out, err := collect(rows, scanRuns)
+	if err != nil {
+		return nil, failed("search runs", err)
+	}
+	return out, nil
+}
+
+// searchSQL assembles the query of q and its arguments.
+func searchSQL(q store.RunQuery) (string, []any) {
 	var b strings.Builder
 	b.WriteString(sqlSearchHead)
 	var args []any
@@ -35,15 +49,7 @@ func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, e
 		limit = -1
 	}
 	args = append(args, sql.Named("limit", limit))
-	rows, err := s.readQuery(ctx, b.String(), args...)
-	if err != nil {
-		return nil, failed("search runs", err)
-	}
-	out, err := collect(rows, scanRuns)
-	if err != nil {
-		return nil, failed("search runs", err)
-	}
-	return out, nil
+	return b.String(), args
 }
 
 // RunFinishedCounts implements store.Searcher.
