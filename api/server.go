@@ -167,6 +167,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/queues", s.serve(s.queues))
 	mux.Handle("GET /v1/dead-letters", s.serve(s.deadLetters))
 	mux.Handle("GET /v1/codes", s.serve(s.codes))
+	mux.Handle("GET /v1/overview", s.serve(s.overview))
+	mux.Handle("GET /v1/search/runs", s.serve(s.searchRuns))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

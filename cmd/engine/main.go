@@ -57,6 +57,6 @@ func newRootCmd() *cobra.Command {
 	so.flags(serveCmd)
 
 	root.AddCommand(serveCmd, newMigrateCmd(), newJobsCmd(), newEventsCmd(), newHistoryCmd(),
-		newDeadLettersCmd(), newCodesCmd())
+		newDeadLettersCmd(), newCodesCmd(), newOverviewCmd())
 	return root
 }
