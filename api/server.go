@@ -138,6 +138,13 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
 		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
 	}
+	// The engine's own counters and histograms (engine/metrics.go), served beside the gauges.
+	for _, c := range cfg.Engine.Collectors() {
+		var already prometheus.AlreadyRegisteredError
+		if err := cfg.Registerer.Register(c); err != nil && !errors.As(err, &already) {
+			return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the engine's metrics")
+		}
+	}
 	if !cfg.NoUI {
 		console, err := ui.New(ui.Config{Engine: cfg.Engine, Token: cfg.Token, StatusOf: StatusOf, Logger: cfg.Logger})
 		if err != nil {

@@ -65,6 +65,7 @@ type Engine struct {
 	signals  *signals.Service
 	commits  chan *commitReq
 	creates  chan *createReq
+	metrics  *metrics // metrics.go
 
 	mu      sync.Mutex
 	started bool
@@ -98,11 +99,12 @@ func New(cfg Config) (*Engine, error) {
 		cfg.MaxBatch = 512
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
-		creates: make(chan *createReq, 4096)}
+		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
-		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger})
+		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger,
+		OnExpired: e.metrics.expired, OnLag: func(d time.Duration) { e.metrics.timerLag.Observe(d.Seconds()) }})
 	e.signals = signals.New(signals.Config{Store: cfg.Store, Clock: cfg.Clock, MaxPayload: cfg.MaxPayload, OnWake: e.woke})
 	return e, nil
 }
@@ -250,7 +252,11 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any) (signals
 
 // Cancel cancels a run (see signals.Service.Cancel).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
-	return e.signals.Cancel(ctx, runID, reason)
+	run, err := e.signals.Cancel(ctx, runID, reason)
+	if err == nil {
+		e.metrics.cancelled(run)
+	}
+	return run, err
 }
 
 // RetryRequest reopens a dead-lettered or blocked run.

@@ -32,6 +32,7 @@ type commitRes struct {
 // Record implements frontend.Frontend: it turns a run's commands into events and a transition
 // and commits them in a group commit shared with other runs' records.
 func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	arrived := time.Now() // wall clock: the step-commit latency histogram measures real work
 	now := e.clock.Now()
 	m, err := e.mutation(req, now)
 	if err != nil {
@@ -75,6 +76,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if out.res.Err != nil {
 		return frontend.RecordResponse{}, out.res.Err
 	}
+	e.metrics.recorded(m, out.res.Run, arrived)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
@@ -197,7 +199,10 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
 	for i, r := range batch {
 		ms[i] = r.m
 	}
+	began := time.Now()
 	results, err := e.store.RunApply(ctx, ms)
+	e.metrics.batchSize.Observe(float64(len(batch)))
+	e.metrics.batchSeconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		for i, r := range batch {
 			r.done <- commitRes{res: results[i]}
@@ -208,6 +213,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
 	// reached us. Settle each record by reading its history rather than guessing, so a step is
 	// neither lost nor recorded twice.
 	e.log.Warn("jobs.commit.unknown", "records", len(batch), "err", err)
+	e.metrics.commitUnknown.Inc()
 	for _, r := range batch {
 		res, rerr := e.recover(ctx, r)
 		r.done <- commitRes{res: res, err: rerr}
