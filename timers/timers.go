@@ -33,7 +33,7 @@ type Config struct {
 	// OnExpired is told of runs whose lapsed lease was reclaimed (after OnWake); optional.
 	OnExpired func([]store.Woken)
 	// OnLag is told how late the earliest due timer of a round fired; optional.
-	OnLag func(time.Duration)
+	OnLag  func(time.Duration)
 	Logger *slog.Logger
 }
 
