@@ -2,10 +2,13 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +99,41 @@ func TestEngineMetrics(t *testing.T) {
 		}
 		return true
 	})
+
+	// The shipped Grafana dashboard is built from these series: every metric it queries is one
+	// the engine exports (a worker's share of jobs_total and job_leases_lost_total has the same
+	// names, labelled source="worker").
+	raw, err := os.ReadFile("../docs/grafana/jobs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("docs/grafana/jobs.json: %v", err)
+	}
+	names := regexp.MustCompile(`\b(?:jobs|job|queue)_[a-z_]+\b`)
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range names.FindAllString(tg.Expr, -1) {
+				queried++
+				family := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+				if !strings.Contains(body, "# TYPE "+family+" ") {
+					t.Errorf("panel %q queries %s, which /metrics does not export", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried < 10 {
+		t.Errorf("the dashboard queries only %d series", queried)
+	}
 }
 
 func eq(n float64) func(float64) bool { return func(v float64) bool { return v == n } }
