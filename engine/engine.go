@@ -300,9 +300,10 @@ func (e *Engine) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return e.store.RunGet(ctx, id)
 }
 
-// ListRuns lists runs, newest first.
+// ListRuns lists runs, newest first. It asks the store's indexed search (store.Searcher), so a
+// filtered page of a large table reads a page of index entries.
 func (e *Engine) ListRuns(ctx context.Context, p store.ListParams) ([]store.Run, error) {
-	return e.store.RunList(ctx, p)
+	return e.store.RunSearch(ctx, store.RunQuery{ListParams: p})
 }
 
 // Poll implements frontend.Frontend.
