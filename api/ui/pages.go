@@ -125,7 +125,15 @@ type runView struct {
 	RetrySteps []string
 	CanCancel  bool
 	CanRetry   bool
+	// Events is the history's length; Timeline holds the newest timelineCap of them unless the
+	// page asked for all (?history=all).
+	Events    int
+	Truncated bool
 }
+
+// timelineCap bounds the events a run page renders by default: a run with a hundred thousand
+// recorded events must not make its page a hundred-megabyte document.
+const timelineCap = 1000
 
 // eventView is one history event with its payload as people read it (history.View, as the
 // dump shows it).
@@ -150,8 +158,12 @@ func runData(r *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &runView{Run: rv, Timeline: make([]eventView, len(events)),
+	v := &runView{Run: rv, Events: len(events),
 		CanCancel: !rv.State.Finished(), CanRetry: rv.State == store.StateFailed || rv.State == store.StateBlocked}
+	if len(events) > timelineCap && r.URL.Query().Get("history") != "all" {
+		events, v.Truncated = events[len(events)-timelineCap:], true
+	}
+	v.Timeline = make([]eventView, len(events))
 	for i, e := range events {
 		v.Timeline[i] = eventView{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Payload: pretty(history.View(e))}
 	}

@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -12,9 +14,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -222,4 +227,38 @@ func TestRefusals(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A long history renders its newest events, with a way to all of them.
+func TestLongHistoryIsCapped(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	ctx := context.Background()
+	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "long", Queue: "long", Key: "l", NoTenant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"long"}, Max: 1})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("poll: %v %v", tasks, err)
+	}
+	var cmds []frontend.Command
+	for i := range 1200 {
+		cmds = append(cmds, frontend.Command{Kind: frontend.CmdStep, Name: fmt.Sprintf("s%04d", i)})
+	}
+	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w",
+		AfterSeq: tasks[0].LastSeq, Commands: cmds}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, env, ""))
+	st, body := b.get("/_x/runs/" + res.RunID)
+	want(t, "long run", st, body, http.StatusOK, "1201 events", `id="truncated"`, "s1199")
+	if strings.Count(body, `<li class="k-`) != 1000 {
+		t.Errorf("the page renders %d events, want the newest 1000", strings.Count(body, `<li class="k-`))
+	}
+	st, body = b.get("/_x/runs/" + res.RunID + "?history=all")
+	want(t, "long run, all", st, body, http.StatusOK, "RunStarted")
+	if strings.Count(body, `<li class="k-`) != 1201 || strings.Contains(body, `id="truncated"`) {
+		t.Errorf("?history=all renders %d events", strings.Count(body, `<li class="k-`))
+	}
 }
