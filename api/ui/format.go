@@ -11,7 +11,7 @@ import (
 	"github.com/ultimat3/jobs/store"
 )
 
-// funcs are the templates' helpers: presentation only (how a time or a number reads), never a
+// funcs are the templates' functions: presentation only (how a time or a number reads), never a
 // number of their own.
 func funcs(u *UI) template.FuncMap {
 	return template.FuncMap{

@@ -262,3 +262,26 @@ func TestLongHistoryIsCapped(t *testing.T) {
 		t.Errorf("?history=all renders %d events", strings.Count(body, `<li class="k-`))
 	}
 }
+
+// Whatever a caller put in a run (a key, a tenant, an input, an error) is shown as text, never
+// as markup.
+func TestHostileValuesAreEscaped(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	ctx := context.Background()
+	evil := `<script>alert(1)</script>`
+	in, _ := jobs.Encode(map[string]string{"html": evil})
+	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "j" + evil, Queue: "q" + evil, Key: "k" + evil,
+		Tenant: "t" + evil, EnqueuedBy: "by" + evil, Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, env, ""))
+	for _, p := range []string{"/_x/", "/_x/runs", "/_x/runs/" + res.RunID, "/_x/runs?q=k" + url.QueryEscape(evil)} {
+		st, body := b.get(p)
+		want(t, p, st, body, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;")
+		if strings.Contains(body, evil) {
+			t.Errorf("%s renders a caller's value as markup", p)
+		}
+	}
+}
