@@ -1,17 +1,24 @@
 # The whole test suite, against every store: memory, SQLite and a throwaway PostgreSQL 15 that
 # scripts/with-postgres.sh starts (and stops, even when tests fail) with TEST_DATABASE_URL set.
+# The console's browser tests need Chromium: scripts/ensure-chromium.sh installs it when missing.
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: test test-short bench build vet engine worker chaos
+.PHONY: test test-short test-browser bench build vet engine worker chaos
 
 test:
 	$(GO) vet ./...
+	scripts/ensure-chromium.sh
 	scripts/with-postgres.sh $(GO) test $(TESTFLAGS) ./...
 
 # Without Postgres: its tests skip.
 test-short:
 	$(GO) test $(TESTFLAGS) ./...
+
+# The console in a real headless Chromium only; screenshots go to $$JOBS_SCREENSHOTS if set.
+test-browser:
+	scripts/ensure-chromium.sh
+	scripts/with-postgres.sh $(GO) test $(TESTFLAGS) -run TestBrowser -v ./api/ui/
 
 # Benchmarks against the machine's commit ceiling and peers; writes BENCHMARKS.md.
 bench:

@@ -52,18 +52,18 @@ const (
 	CodeInvariant                Code = "X_INVARIANT"
 	CodeInternal                 Code = "X_INTERNAL"
 	// The engine as the authority over what workers and callers send.
-	CodeLeaseInvalid     Code = "X_LEASE_INVALID"
-	CodeHistoryStale     Code = "X_HISTORY_STALE"
-	CodeJobUndeclared    Code = "X_JOB_UNDECLARED"
-	CodeQueueUndeclared  Code = "X_QUEUE_UNDECLARED"
-	CodeForbidden        Code = "X_FORBIDDEN"
-	CodeRouteNotFound    Code = "X_ROUTE_NOT_FOUND"
-	CodeMethodNotAllowed Code = "X_METHOD_NOT_ALLOWED"
-	CodeListenFailed     Code = "X_LISTEN_FAILED"
-	CodeScheduleNotFound         Code = "X_SCHEDULE_NOT_FOUND"
-	CodeScheduleNotLeader        Code = "X_SCHEDULE_NOT_LEADER"
-	CodeScheduleConflict         Code = "X_SCHEDULE_CONFLICT"
-	CodeNoScheduler              Code = "X_NO_SCHEDULER"
+	CodeLeaseInvalid      Code = "X_LEASE_INVALID"
+	CodeHistoryStale      Code = "X_HISTORY_STALE"
+	CodeJobUndeclared     Code = "X_JOB_UNDECLARED"
+	CodeQueueUndeclared   Code = "X_QUEUE_UNDECLARED"
+	CodeForbidden         Code = "X_FORBIDDEN"
+	CodeRouteNotFound     Code = "X_ROUTE_NOT_FOUND"
+	CodeMethodNotAllowed  Code = "X_METHOD_NOT_ALLOWED"
+	CodeListenFailed      Code = "X_LISTEN_FAILED"
+	CodeScheduleNotFound  Code = "X_SCHEDULE_NOT_FOUND"
+	CodeScheduleNotLeader Code = "X_SCHEDULE_NOT_LEADER"
+	CodeScheduleConflict  Code = "X_SCHEDULE_CONFLICT"
+	CodeNoScheduler       Code = "X_NO_SCHEDULER"
 	// Backfills (package backfill).
 	CodeBackfillStalled          Code = "X_BACKFILL_STALLED"
 	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
@@ -104,6 +104,7 @@ var codeTable = []CodeInfo{
 	{CodePayloadTooLarge, Terminal, "an input, output or event payload is over the size limit"},
 	{CodeBadRequest, Terminal, "a request was malformed"},
 	{CodeUnauthorized, Terminal, "a request carried no valid bearer token"},
+	{CodeForbidden, Terminal, "the credential is valid but its role or tenant does not allow this request (a role that may only look), or a browser action came without its session's CSRF token"},
 	{CodeRateLimited, RetryAfter, "the callee asked to be called again later"},
 	{CodeOverloaded, RetryAfter, "the callee is overloaded and named when to come back"},
 	{CodeDraining, Retryable, "the process is shutting down"},
@@ -116,7 +117,6 @@ var codeTable = []CodeInfo{
 	{CodeHistoryStale, Terminal, "a worker's record names an after_seq that is not the run's last seq: it was built on a history the engine no longer holds"},
 	{CodeJobUndeclared, Terminal, "no worker has declared a job of that name (or it is not declared on that queue)"},
 	{CodeQueueUndeclared, Terminal, "a worker polled or declared a queue that its manifest does not hold"},
-	{CodeForbidden, Terminal, "the credential is valid but its role or tenant does not allow this request"},
 	{CodeRouteNotFound, Terminal, "no API route has that path"},
 	{CodeMethodNotAllowed, Terminal, "the API route exists but not for that method"},
 	{CodeListenFailed, Terminal, "the server could not listen on its address (in use, or not this machine's)"},

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/ultimat3/jobs"
@@ -219,4 +220,27 @@ func loopbackAddr(addr string) bool {
 
 func withCredential(r *http.Request, c Credential) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), credKey{}, c))
+}
+
+// uiLogin is the console's view of the credentials: an admin's or operator's token may look and
+// act, a viewer's may look. A worker's token, and a tenant-scoped one, may not log in: the
+// console shows every tenant's runs. The secret keys the console's session cookies from every
+// credential's digest, so rotating any token ends every browser session.
+func (s *Server) uiLogin() (login func(string) (ok, act bool), secret string) {
+	digests := make([]string, 0, len(s.creds))
+	for d := range s.creds {
+		digests = append(digests, string(d[:]))
+	}
+	slices.Sort(digests)
+	login = func(token string) (bool, bool) {
+		if token == "" {
+			return false, false
+		}
+		c, found := s.creds[sha256.Sum256([]byte(token))]
+		if !found || c.Tenant != "" || !c.Role.can(capRead) {
+			return false, false
+		}
+		return true, c.Role.can(capAct)
+	}
+	return login, strings.Join(digests, "")
 }

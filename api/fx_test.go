@@ -88,7 +88,7 @@ func TestModulesWireOneApp(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res2.Body)
 	res2.Body.Close()
-	for _, want := range []string{`jobs_total{outcome="completed",queue="default"} 1`, `queue_depth{queue="default"} 0`} {
+	for _, want := range []string{`jobs_total{outcome="completed",queue="default",source="engine"} 1`, `jobs_total{outcome="completed",queue="default",source="worker"} 1`, `queue_depth{queue="default"} 0`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

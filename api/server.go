@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/ui"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/scheduler"
 )
@@ -87,6 +88,8 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Logger receives request failures and panics. Defaults to slog.Default().
 	Logger *slog.Logger
+	// NoUI turns off the operator console served under /_x/ (package api/ui).
+	NoUI bool
 }
 
 // Server is the engine's HTTP handler, with a listener lifecycle for when it serves on its own
@@ -98,6 +101,7 @@ type Server struct {
 	handler http.Handler
 	// creds are the credentials by the digest of their token (auth.go); empty: no tokens.
 	creds map[[sha256.Size]byte]Credential
+	ui    http.Handler // nil with Config.NoUI
 
 	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
 	drainCtx context.Context
@@ -165,6 +169,24 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(newBackfillCollector(cfg.Engine, cfg.Logger)); err != nil {
 		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the backfill collector")
 	}
+	// The engine's own counters and histograms (engine/metrics.go), served beside the gauges.
+	for _, c := range cfg.Engine.Collectors() {
+		var already prometheus.AlreadyRegisteredError
+		if err := cfg.Registerer.Register(c); err != nil && !errors.As(err, &already) {
+			return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the engine's metrics")
+		}
+	}
+	if !cfg.NoUI {
+		uc := ui.Config{Engine: cfg.Engine, StatusOf: StatusOf, Logger: cfg.Logger}
+		if len(s.creds) > 0 {
+			uc.Login, uc.Secret = s.uiLogin()
+		}
+		console, err := ui.New(uc)
+		if err != nil {
+			return nil, err
+		}
+		s.ui = console
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -203,6 +225,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/backfills", s.serve(s.listBackfills))
 	mux.Handle("GET /v1/backfills/declared", s.serve(s.declaredBackfills))
 	mux.Handle("GET /v1/backfills/pending", s.serve(s.pendingBackfills))
+	mux.Handle("GET /v1/overview", s.serve(s.overview))
+	mux.Handle("GET /v1/search/runs", s.serve(s.searchRuns))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.
@@ -211,6 +235,9 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.ui != nil {
+		mux.Handle(ui.Prefix+"/", s.ui)
+	}
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.notFound(mux, w, r)
@@ -363,6 +390,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized, "cross-site requests are refused (Origin %s)", origin))
 			return
 		}
+		// The console (/_x/) checks its own credentials: a browser sends a session cookie and
+		// form posts, not a bearer header and JSON. The checks above and the address rule below
+		// still apply to it.
+		isUI := s.ui != nil && (r.URL.Path == ui.Prefix || strings.HasPrefix(r.URL.Path, ui.Prefix+"/"))
 		if len(s.creds) == 0 {
 			if !byAddress(r.Host) {
 				s.writeError(w, r, jobs.Errorf(jobs.CodeUnauthorized,
@@ -374,7 +405,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					"this engine has no token, so it serves this machine (loopback) only: set --token / JOBS_TOKEN"))
 				return
 			}
-		} else {
+		} else if !isUI {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			cred, found := s.creds[sha256.Sum256([]byte(got))]
 			if !ok || got == "" || !found {
@@ -389,7 +420,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Method == http.MethodPost && !isMsgpack(r) && !isJSON(r) {
+		if r.Method == http.MethodPost && !isUI && !isMsgpack(r) && !isJSON(r) {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeBadRequest,
 				"a POST body must be declared Content-Type: application/json (or application/msgpack), got %q", r.Header.Get("Content-Type")))
 			return

@@ -108,6 +108,7 @@ type Engine struct {
 
 	// dedupePruned is when expired dedupe ids were last pruned (unix ns; see once.go).
 	dedupePruned atomic.Int64
+	metrics      *metrics // metrics.go
 
 	mu      sync.Mutex
 	started bool
@@ -144,7 +145,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.SessionGrace = time.Second
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
-		creates: make(chan *createReq, 4096)}
+		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	if cfg.Ledgers <= 0 {
 		cfg.Ledgers = 16384
 	}
@@ -158,7 +159,8 @@ func New(cfg Config) (*Engine, error) {
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
-		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger})
+		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger,
+		OnExpired: e.metrics.expired, OnLag: func(d time.Duration) { e.metrics.timerLag.Observe(d.Seconds()) }})
 	e.signals = signals.New(signals.Config{Store: cfg.Store, Clock: cfg.Clock, MaxPayload: cfg.MaxPayload, OnWake: e.woke})
 	return e, nil
 }
@@ -324,7 +326,11 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any) (signals
 
 // Cancel cancels a run (see signals.Service.Cancel).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
-	return e.signals.Cancel(ctx, runID, reason)
+	run, err := e.signals.Cancel(ctx, runID, reason)
+	if err == nil {
+		e.metrics.cancelled(run)
+	}
+	return run, err
 }
 
 // RetryRequest reopens a dead-lettered or blocked run.
@@ -368,9 +374,10 @@ func (e *Engine) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return e.store.RunGet(ctx, id)
 }
 
-// ListRuns lists runs, newest first.
+// ListRuns lists runs, newest first. It asks the store's indexed search (store.Searcher), so a
+// filtered page of a large table reads a page of index entries.
 func (e *Engine) ListRuns(ctx context.Context, p store.ListParams) ([]store.Run, error) {
-	return e.store.RunList(ctx, p)
+	return e.store.RunSearch(ctx, store.RunQuery{ListParams: p})
 }
 
 // Poll implements frontend.Frontend.

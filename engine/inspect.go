@@ -209,7 +209,7 @@ func (e *Engine) InspectQueues(ctx context.Context) ([]QueueView, error) {
 // InspectDeadLetters lists dead-lettered runs, newest first.
 func (e *Engine) InspectDeadLetters(ctx context.Context, p store.ListParams) ([]RunSummary, error) {
 	p.State = store.StateFailed
-	runs, err := e.store.RunList(ctx, p)
+	runs, err := e.store.RunSearch(ctx, store.RunQuery{ListParams: p})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if req.AfterSeq < 1 {
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeBadRequest, "record for run %s: after_seq %d; a run's history starts at seq 1", req.RunID, req.AfterSeq)
 	}
+	arrived := time.Now() // wall clock: the step-commit latency histogram measures real work
 	now := e.clock.Now()
 	req, err := e.effects(ctx, req)
 	if err != nil {
@@ -105,6 +106,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, out.res.Err
 	}
 	e.settle(req.RunID, out.res.Appended)
+	e.metrics.recorded(m, out.res.Run, arrived)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
@@ -247,7 +249,10 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
 	for i, r := range batch {
 		ms[i] = r.m
 	}
+	began := time.Now()
 	results, err := e.store.RunApply(ctx, ms)
+	e.metrics.batchSize.Observe(float64(len(batch)))
+	e.metrics.batchSeconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		for i, r := range batch {
 			r.done <- commitRes{res: results[i]}
@@ -258,6 +263,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
 	// reached us. Settle each record by reading its history rather than guessing, so a step is
 	// neither lost nor recorded twice.
 	e.log.Warn("jobs.commit.unknown", "records", len(batch), "err", err)
+	e.metrics.commitUnknown.Inc()
 	for _, r := range batch {
 		res, rerr := e.recover(ctx, r)
 		r.done <- commitRes{res: res, err: rerr}

@@ -261,6 +261,7 @@ type Store interface {
 	Keys      // the engine's shared secrets (keys.go)
 	Manifests // what the fleet's workers declared (manifest.go)
 
+	Searcher // search.go
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
 	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
 	// concurrent creates with the same (Job, Key) create exactly one run.

@@ -30,6 +30,10 @@ type Config struct {
 	Retention time.Duration
 	// OnWake is told of runs that became ready.
 	OnWake func([]store.Woken)
+	// OnExpired is told of runs whose lapsed lease was reclaimed (after OnWake); optional.
+	OnExpired func([]store.Woken)
+	// OnLag is told how late the earliest due timer of a round fired; optional.
+	OnLag  func(time.Duration)
 	Logger *slog.Logger
 }
 
@@ -57,6 +61,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.OnWake == nil {
 		cfg.OnWake = func([]store.Woken) {}
+	}
+	if cfg.OnExpired == nil {
+		cfg.OnExpired = func([]store.Woken) {}
+	}
+	if cfg.OnLag == nil {
+		cfg.OnLag = func(time.Duration) {}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -93,9 +103,14 @@ func (s *Service) Stop() {
 
 func (s *Service) loop(ctx context.Context) {
 	lastPrune := time.Time{}
+	var expect time.Time // the due time this round woke for
 	for ctx.Err() == nil {
 		now := s.cfg.Clock.Now()
 		s.Tick(ctx, now)
+		if !expect.IsZero() && !now.Before(expect) {
+			s.cfg.OnLag(s.cfg.Clock.Now().Sub(expect))
+		}
+		expect = time.Time{}
 		if now.Sub(lastPrune) > time.Minute {
 			lastPrune = now
 			if _, err := s.cfg.Store.EventPrune(ctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
@@ -105,6 +120,7 @@ func (s *Service) loop(ctx context.Context) {
 		var due clock.Timer
 		var dueC <-chan time.Time
 		if next, ok, err := s.cfg.Store.TimerNext(ctx); err == nil && ok {
+			expect = next
 			due = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
 			dueC = due.C()
 		}
@@ -150,5 +166,6 @@ func (s *Service) Tick(ctx context.Context, now time.Time) {
 	if len(woken) > 0 {
 		s.cfg.Logger.Warn("jobs.lease.expired", "runs", len(woken))
 		s.cfg.OnWake(woken)
+		s.cfg.OnExpired(woken)
 	}
 }

@@ -1,6 +1,12 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ultimat3/jobs"
+)
+
+var workerSource = prometheus.Labels{"source": "worker"}
 
 type metrics struct {
 	leasesLost *prometheus.CounterVec
@@ -11,10 +17,12 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
-		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "job_leases_lost_total",
-			Help: "Leases with no renewal landed for a whole window: the run may now run twice."}, []string{"queue"}),
-		jobsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobs_total",
-			Help: "Claims ended by this worker, by outcome."}, []string{"queue", "outcome"}),
+		// Named and described as the engine's, labelled source="worker": one process may serve
+		// both from one registry.
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricLeasesLost, Help: jobs.MetricLeasesLostHelp,
+			ConstLabels: workerSource}, []string{"queue"}),
+		jobsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricJobsTotal, Help: jobs.MetricJobsTotalHelp,
+			ConstLabels: workerSource}, []string{"queue", "outcome"}),
 		resumed: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_sticky_resumed_total",
 			Help: "Wake-ups continued from a parked run without replay."}),
 		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_replayed_total",

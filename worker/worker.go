@@ -71,6 +71,8 @@ type Worker struct {
 	leases  map[string]*held
 	lease   time.Duration
 	started bool
+	// pollErrs holds each queue whose last poll failed (ready.go).
+	pollErrs map[string]error
 
 	pollCtx    context.Context
 	stopPoll   context.CancelFunc
@@ -272,6 +274,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			if w.pollCtx.Err() != nil {
 				return
 			}
+			w.pollResult(queue, err)
 			w.log.Warn("jobs.poll.failed", "queue", queue, "err", err)
 			select {
 			case <-time.After(backoff):
@@ -282,6 +285,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		w.pollResult(queue, nil)
 		for _, t := range tasks {
 			w.inflight.Add(1)
 			go func(t frontend.Task) {

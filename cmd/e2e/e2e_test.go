@@ -217,8 +217,8 @@ func scenario(t *testing.T, bins binaries, db []string) {
 		t.Fatalf("engine metrics lack the queue gauges:\n%s", body)
 	}
 	body = get(t, "http://"+metrics+"/metrics", "")
-	if !strings.Contains(body, `jobs_total{outcome="completed",queue="default"} 1`) ||
-		!strings.Contains(body, `jobs_total{outcome="completed",queue="orders"} 1`) {
+	if !strings.Contains(body, `jobs_total{outcome="completed",queue="default",source="worker"} 1`) ||
+		!strings.Contains(body, `jobs_total{outcome="completed",queue="orders",source="worker"} 1`) {
 		t.Fatalf("worker metrics lack jobs_total:\n%s", body)
 	}
 

@@ -57,7 +57,7 @@ func newRootCmd() *cobra.Command {
 	so.flags(serveCmd)
 
 	root.AddCommand(serveCmd, newMigrateCmd(), newJobsCmd(), newEventsCmd(), newHistoryCmd(),
-		newDeadLettersCmd(), newCodesCmd(), newManifestCmd())
+		newDeadLettersCmd(), newCodesCmd(), newManifestCmd(), newOverviewCmd())
 	root.AddCommand(newSchedulesCmd(), newBackfillCmd())
 	return root
 }

@@ -116,7 +116,7 @@ type serveOptions struct {
 	workerToken, operatorToken, viewerToken string
 	credentials                             []string
 	allowUnauthenticated                    bool
-	noScheduler  bool
+	noScheduler                             bool
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {

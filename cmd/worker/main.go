@@ -180,17 +180,26 @@ func serve(cmd *cobra.Command, o *options) error {
 		}),
 	}
 	if o.metricsAddr != "" {
-		opts = append(opts, fx.Invoke(func(lc fx.Lifecycle) { metricsServer(lc, o.metricsAddr, registry, log) }))
+		opts = append(opts, fx.Invoke(func(lc fx.Lifecycle, w *worker.Worker) { metricsServer(lc, o.metricsAddr, registry, log, w) }))
 	}
 	return cli.Serve(cmd.Context(), fx.New(opts...), log, 30*time.Second, o.drainTimeout)
 }
 
 // metricsServer serves the worker's counters (jobs_total, job_leases_lost_total, …) and the
-// process's gauges while the app runs.
-func metricsServer(lc fx.Lifecycle, addr string, g prometheus.Gatherer, log *slog.Logger) {
+// process's gauges while the app runs, with /healthz (the process is up) and /readyz (the worker
+// polls the engine: 503 with the reason before it started, while draining, or when its polls fail).
+func metricsServer(lc fx.Lifecycle, addr string, g prometheus.Gatherer, log *slog.Logger, wk *worker.Worker) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := wk.Ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, err.Error()+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

@@ -1,0 +1,129 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/store"
+)
+
+// funcs are the templates' functions: presentation only (how a time or a number reads), never a
+// number of their own.
+func funcs(u *UI) template.FuncMap {
+	return template.FuncMap{
+		"when":  func(t time.Time) template.HTML { return when(u.clock.Now(), t) },
+		"whenp": func(t *time.Time) template.HTML { return whenPtr(u.clock.Now(), t) },
+		"age":   age,
+		"json":  func(raw json.RawMessage) string { return pretty(raw) },
+		"count": func(m map[store.State]int, s string) int { return m[store.State(s)] },
+		"spark": spark,
+		"rate":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"dash": func(s string) string {
+			if s == "" {
+				return "—"
+			}
+			return s
+		},
+		"states": func() []store.State { return store.States },
+		"final":  func(s store.State) bool { return s.Finished() },
+		"dict": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
+	}
+}
+
+// ago says how long ago (or how far ahead) t is, the way the CLI says it.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	if d < time.Second {
+		return "just now"
+	}
+	s := age(d.Seconds())
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// age renders a duration in seconds compactly: 42s, 7m, 3h12m, 4d.
+func age(sec float64) string {
+	d := max(0, time.Duration(sec*float64(time.Second)))
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		h, m := int(d.Hours()), int(d.Minutes())%60
+		if m != 0 && h < 10 {
+			return fmt.Sprintf("%dh%dm", h, m)
+		}
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// when shows a time relative (kept fresh by the page's script, which reads datetime) and
+// absolute, in UTC.
+func when(now, t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	abs := t.UTC().Format("2006-01-02 15:04:05Z")
+	return template.HTML(fmt.Sprintf(`<time class="rel" datetime="%s" title="%s">%s</time> <span class="abs">%s</span>`,
+		t.UTC().Format(time.RFC3339Nano), abs, template.HTMLEscapeString(ago(now, t)), abs))
+}
+
+func whenPtr(now time.Time, t *time.Time) template.HTML {
+	if t == nil {
+		return "—"
+	}
+	return when(now, *t)
+}
+
+// spark draws a queue's finished runs per bucket as bars (completed, with failed and
+// cancelled stacked on top), scaled to the busiest bucket.
+func spark(bs []engine.FinishedBucket) template.HTML {
+	const w, h, gap = 8, 28, 2
+	peak := 0
+	for _, b := range bs {
+		peak = max(peak, b.Total())
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="finished per bucket">`,
+		len(bs)*(w+gap), h, len(bs)*(w+gap), h)
+	for i, b := range bs {
+		x := i * (w + gap)
+		fmt.Fprintf(&sb, `<rect class="sb-bg" x="%d" y="0" width="%d" height="%d"><title>%d completed, %d failed, %d cancelled</title></rect>`,
+			x, w, h, b.Completed, b.Failed, b.Cancelled)
+		if peak == 0 {
+			continue
+		}
+		y := h
+		for _, part := range []struct {
+			n     int
+			class string
+		}{{b.Completed, "sb-ok"}, {b.Failed, "sb-fail"}, {b.Cancelled, "sb-cancel"}} {
+			if part.n == 0 {
+				continue
+			}
+			ph := max(1, part.n*h/peak)
+			y -= ph
+			fmt.Fprintf(&sb, `<rect class="%s" x="%d" y="%d" width="%d" height="%d"></rect>`, part.class, x, y, w, ph)
+		}
+	}
+	sb.WriteString(`</svg>`)
+	return template.HTML(sb.String())
+}

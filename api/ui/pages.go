@@ -1,0 +1,297 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// The data loaders: each turns a request into the engine's projection for it, and computes
+// nothing the projection does not already hold.
+
+func overviewData(r *Request) (any, error) {
+	return r.Engine.InspectOverview(r.Context(), 0, 0)
+}
+
+// runsView is the run finder: the filter as typed, and one page.
+type runsView struct {
+	Filter engine.RunFilter
+	// From and To echo the time filter as the datetime-local inputs show it.
+	From, To string
+	States   []store.State
+	Page     engine.RunPage
+	// Newer is set on pages past the first, to go back to the newest.
+	Newer bool
+	// NextURL is the link to the following page, keeping the filter.
+	NextURL string
+}
+
+// timeInput is the format of <input type="datetime-local">, read as UTC.
+const timeInput = "2006-01-02T15:04"
+
+func runsData(r *Request) (any, error) {
+	q := r.URL.Query()
+	f := engine.RunFilter{Queue: q.Get("queue"), State: store.State(q.Get("state")), Job: q.Get("job"),
+		Tenant: q.Get("tenant"), Search: q.Get("q"), Before: q.Get("before")}
+	v := &runsView{States: store.States, From: q.Get("from"), To: q.Get("to"), Newer: f.Before != ""}
+	var err error
+	if f.CreatedFrom, err = parseTime("from", v.From); err != nil {
+		return nil, err
+	}
+	if f.CreatedTo, err = parseTime("to", v.To); err != nil {
+		return nil, err
+	}
+	if l := q.Get("limit"); l != "" {
+		if f.Limit, err = strconv.Atoi(l); err != nil {
+			return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %q is not a number", l)
+		}
+	}
+	v.Filter = f
+	if v.Page, err = r.Engine.SearchRuns(r.Context(), f); err != nil {
+		return nil, err
+	}
+	if v.Page.Next != "" {
+		next := url.Values{}
+		for k, vs := range q {
+			if k != "before" && len(vs) > 0 && vs[0] != "" {
+				next.Set(k, vs[0])
+			}
+		}
+		next.Set("before", v.Page.Next)
+		v.NextURL = "?" + next.Encode()
+	}
+	return v, nil
+}
+
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{timeInput, "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, jobs.Errorf(jobs.CodeBadRequest, "%s %q: want a time like 2026-01-31T14:05 (UTC)", field, s)
+}
+
+// deadView is one page of dead letters.
+type deadView struct {
+	Runs    []engine.RunSummary
+	Next    string
+	Newer   bool
+	NextURL string
+}
+
+const deadPage = 50
+
+func deadData(r *Request) (any, error) {
+	q := r.URL.Query()
+	p := store.ListParams{Queue: q.Get("queue"), Before: q.Get("before"), Limit: deadPage + 1}
+	for field, v := range map[string]string{"queue": p.Queue, "before": p.Before} {
+		if err := jobs.ValidIdentifier(field, v); err != nil {
+			return nil, err
+		}
+	}
+	runs, err := r.Engine.InspectDeadLetters(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	v := &deadView{Runs: runs, Newer: p.Before != ""}
+	if len(runs) > deadPage {
+		v.Runs, v.Next = runs[:deadPage], runs[deadPage-1].ID
+		next := url.Values{"before": {v.Next}}
+		if p.Queue != "" {
+			next.Set("queue", p.Queue)
+		}
+		v.NextURL = "?" + next.Encode()
+	}
+	return v, nil
+}
+
+// runView is a run's page: the engine's RunView, and its history as a timeline.
+type runView struct {
+	Run      engine.RunView
+	Timeline []eventView
+	// RetrySteps are the steps a retry may start from: completed ones, not discarded.
+	RetrySteps []string
+	CanCancel  bool
+	CanRetry   bool
+	// Events is the history's length; Timeline holds the newest timelineCap of them unless the
+	// page asked for all (?history=all).
+	Events    int
+	Truncated bool
+}
+
+// timelineCap bounds the events a run page renders by default: a run with a hundred thousand
+// recorded events must not make its page a hundred-megabyte document.
+const timelineCap = 1000
+
+// eventView is one history event with its payload as people read it (history.View, as the
+// dump shows it).
+type eventView struct {
+	Seq     int64
+	Kind    history.Kind
+	Name    string
+	At      time.Time
+	Payload string
+}
+
+func runData(r *Request) (any, error) {
+	id := r.PathValue("id")
+	if err := jobs.ValidIdentifier("run id", id); err != nil {
+		return nil, err
+	}
+	rv, err := r.Engine.InspectRun(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	events, err := r.Engine.History(r.Context(), id, 0)
+	if err != nil {
+		return nil, err
+	}
+	v := &runView{Run: rv, Events: len(events),
+		CanCancel: !rv.State.Finished(), CanRetry: rv.State == store.StateFailed || rv.State == store.StateBlocked}
+	if len(events) > timelineCap && r.URL.Query().Get("history") != "all" {
+		events, v.Truncated = events[len(events)-timelineCap:], true
+	}
+	v.Timeline = make([]eventView, len(events))
+	for i, e := range events {
+		v.Timeline[i] = eventView{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Payload: pretty(history.View(e))}
+	}
+	seen := map[string]bool{}
+	for _, s := range rv.Steps {
+		if s.Kind == "step" && s.Status == "completed" && !seen[s.Name] {
+			seen[s.Name] = true
+			v.RetrySteps = append(v.RetrySteps, s.Name)
+		}
+	}
+	return v, nil
+}
+
+// pretty renders a value as indented JSON for a <pre>.
+func pretty(v any) string {
+	var b []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		var buf bytes.Buffer
+		if len(x) == 0 {
+			return ""
+		}
+		if err := json.Indent(&buf, x, "", "  "); err != nil {
+			return string(x)
+		}
+		return buf.String()
+	default:
+		var err error
+		if b, err = json.MarshalIndent(x, "", "  "); err != nil {
+			return "(not renderable: " + err.Error() + ")"
+		}
+	}
+	return string(b)
+}
+
+// Actions. Each is a POST behind the page's confirmation and the session's CSRF token; it
+// answers with a redirect to the run's page (POST-redirect-GET), where the history shows what
+// it did.
+
+// action authorizes an action and checks its CSRF token before anything changes.
+func (u *UI) action(h func(w http.ResponseWriter, r *http.Request, me who) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, err := u.authorize(r)
+		if err == nil {
+			err = u.mayAct(r, me)
+		}
+		if err == nil {
+			err = h(w, r, me)
+		}
+		if err != nil {
+			u.fail(w, r, me, err)
+		}
+	})
+}
+
+// actor names who acted, for the history's audit trail.
+func actor(me who) string {
+	if me.bearer {
+		return "ui (bearer token)"
+	}
+	return "ui"
+}
+
+func (u *UI) cancel(w http.ResponseWriter, r *http.Request, me who) error {
+	id := r.PathValue("id")
+	if err := jobs.ValidIdentifier("run id", id); err != nil {
+		return err
+	}
+	reason := r.PostFormValue("reason")
+	if reason == "" {
+		reason = "cancelled from the console"
+	}
+	if err := jobs.ValidIdentifier("reason", reason); err != nil {
+		return err
+	}
+	if _, err := u.eng.Cancel(r.Context(), id, reason+" (by "+actor(me)+")"); err != nil {
+		return err
+	}
+	u.log.Info("jobs.ui.cancel", "run", id, "by", actor(me))
+	http.Redirect(w, r, u.prefix+"/runs/"+url.PathEscape(id)+"?notice=cancelled", http.StatusSeeOther)
+	return nil
+}
+
+func (u *UI) retry(w http.ResponseWriter, r *http.Request, me who) error {
+	id := r.PathValue("id")
+	req := engine.RetryRequest{RunID: id, FromStep: r.PostFormValue("fromStep"), By: actor(me),
+		Reason: r.PostFormValue("reason")}
+	for field, v := range map[string]string{"run id": id, "fromStep": req.FromStep, "reason": req.Reason} {
+		if err := jobs.ValidIdentifier(field, v); err != nil {
+			return err
+		}
+	}
+	if _, err := u.eng.Retry(r.Context(), req); err != nil {
+		return err
+	}
+	u.log.Info("jobs.ui.retry", "run", id, "fromStep", req.FromStep, "by", actor(me))
+	http.Redirect(w, r, u.prefix+"/runs/"+url.PathEscape(id)+"?notice=retried", http.StatusSeeOther)
+	return nil
+}
+
+// Login and logout.
+
+func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
+	if u.loginFn == nil {
+		http.Redirect(w, r, u.prefix+"/", http.StatusSeeOther)
+		return
+	}
+	u.render(w, r, http.StatusOK, "login", u.view(r, who{}, "Log in", u.clock.Now(), nil))
+}
+
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	if u.loginFn == nil {
+		http.Redirect(w, r, u.prefix+"/", http.StatusSeeOther)
+		return
+	}
+	ok, act := u.loginFn(r.PostFormValue("token"))
+	if !ok {
+		u.fail(w, r, who{}, jobs.Errorf(jobs.CodeUnauthorized, "that token may not use the console"))
+		return
+	}
+	v, _ := u.newSession(act)
+	u.setSession(w, r, v, int(sessionTTL.Seconds()))
+	u.log.Info("jobs.ui.login", "remote", r.RemoteAddr)
+	http.Redirect(w, r, u.prefix+"/", http.StatusSeeOther)
+}
+
+func (u *UI) logout(w http.ResponseWriter, r *http.Request, _ who) error {
+	u.setSession(w, r, "", -1)
+	http.Redirect(w, r, u.prefix+"/login", http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,13 @@
+package jobs
+
+// The counters both the engine and a worker export. An app that runs both in one process and
+// serves one registry must get one family per name, so both sides register them with these names
+// and help texts, and each labels its own series with source="engine" or source="worker".
+const (
+	MetricJobsTotal     = "jobs_total"
+	MetricJobsTotalHelp = "Claims that ended, by queue and outcome (completed, failed = dead-lettered, retried, blocked, " +
+		"cancelled): source=engine counts what the engine recorded, source=worker what each worker saw."
+	MetricLeasesLost     = "job_leases_lost_total"
+	MetricLeasesLostHelp = "Leases that lapsed with the run still running: source=engine counts the runs the engine " +
+		"reclaimed, source=worker the leases a worker saw no renewal land for a whole window. Either way the run may run twice."
+)

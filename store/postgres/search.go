@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/store"
+)
+
+// RunSearch implements store.Searcher.
+func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, error) {
+	query, args := s.searchSQL(q)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, unavailable("run search", err)
+	}
+	byID := map[string]*store.Run{}
+	var order []string
+	if err := collectRuns(rows, byID, &order); err != nil {
+		return nil, unavailable("run search", err)
+	}
+	out := make([]store.Run, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// searchSQL assembles the query of q (rendered for the store's schema) and its arguments.
+func (s *Store) searchSQL(q store.RunQuery) (string, []any) {
+	var b strings.Builder
+	b.WriteString(sqlSearchHead)
+	var args []any
+	add := func(present bool, frag string, v any) {
+		if present {
+			args = append(args, v)
+			fmt.Fprintf(&b, frag, len(args))
+		}
+	}
+	add(q.Queue != "", sqlSearchQueue, q.Queue)
+	add(q.State != "", sqlSearchState, string(q.State))
+	add(q.Job != "", sqlSearchJob, q.Job)
+	add(q.Tenant != "", sqlSearchTenant, q.Tenant)
+	add(q.Key != "", sqlSearchKey, q.Key)
+	add(q.Before != "", sqlSearchBefore, q.Before)
+	add(!q.CreatedFrom.IsZero(), sqlSearchCreatedFrom, q.CreatedFrom)
+	add(!q.CreatedTo.IsZero(), sqlSearchCreatedTo, q.CreatedTo)
+	args = append(args, limitArg(q.Limit))
+	fmt.Fprintf(&b, sqlSearchTail, len(args))
+	return schemaReplacer(s.schema).Replace(b.String()), args
+}
+
+// RunFinishedCounts implements store.Searcher.
+func (s *Store) RunFinishedCounts(ctx context.Context, since time.Time, width time.Duration) ([]store.FinishedCount, error) {
+	if width < time.Microsecond {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "bucket width must be at least 1µs, got %s", width)
+	}
+	rows, err := s.pool.Query(ctx, schemaReplacer(s.schema).Replace(sqlFinishedCounts), since, width.Microseconds())
+	if err != nil {
+		return nil, unavailable("count finished runs", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FinishedCount, error) {
+		var c store.FinishedCount
+		var state string
+		var bucket, count int64
+		err := row.Scan(&c.Queue, &state, &bucket, &count)
+		c.State, c.Bucket, c.Count = store.State(state), int(bucket), int(count)
+		return c, err
+	})
+	if err != nil {
+		return nil, unavailable("count finished runs", err)
+	}
+	store.SortFinishedCounts(out)
+	return out, nil
+}
