@@ -166,10 +166,11 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 	return out, nil
 }
 
-// DeclaredBackfills returns the application's declarations, or none when no provider is set.
+// DeclaredBackfills returns the application's declarations: the provider's when one is set (an
+// app embedding the engine), otherwise those the workers' manifests hold.
 func (e *Engine) DeclaredBackfills(ctx context.Context) ([]backfill.Declaration, error) {
 	if e.cfg.Backfills == nil {
-		return []backfill.Declaration{}, nil
+		return Declared[backfill.Declaration](ctx, e, jobs.DeclareBackfill)
 	}
 	ds, err := e.cfg.Backfills(ctx)
 	if err != nil {

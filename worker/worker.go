@@ -186,7 +186,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.pollCtx, w.stopPoll = context.WithCancel(context.WithoutCancel(ctx))
-	w.hbStop = make(chan struct{})
 	w.begun, w.attended = make(chan struct{}), make(chan struct{})
 	go w.begin()
 	var attendCtx context.Context

@@ -1,0 +1,41 @@
+package scheduler
+
+import (
+	"context"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+)
+
+// Declaration is the schedule as a manifest entry. A worker that hosts the schedule's job
+// declares it (Registry.Declare), and an engine serving remote workers runs it (FromManifest):
+//
+//	reg.Declare(scheduler.MustDefine("nightly-digest", Digest, "0 3 * * *", "Europe/Berlin", in).Declaration())
+func (s Schedule) Declaration() jobs.Declaration {
+	d, err := jobs.NewDeclaration(jobs.DeclareSchedule, s.Name, s.normal())
+	if err != nil {
+		// Define refused every value that could fail here; an invalid declaration is refused
+		// again by Registry.Declare, which validates it.
+		return jobs.Declaration{Kind: jobs.DeclareSchedule, Name: s.Name}
+	}
+	return d
+}
+
+// FromManifest is the Provider of an engine serving remote workers: the schedules the fleet's
+// manifests declare. One that does not validate (a newer worker's shape) is left out of the round
+// rather than stopping every other schedule.
+func FromManifest(eng *engine.Engine) Provider {
+	return func(ctx context.Context) ([]Schedule, error) {
+		all, err := engine.Declared[Schedule](ctx, eng, jobs.DeclareSchedule)
+		if err != nil {
+			return nil, err
+		}
+		out := all[:0]
+		for _, s := range all {
+			if s.Validate() == nil {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+}
