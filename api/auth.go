@@ -205,8 +205,9 @@ func loopbackRemote(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loopbackAddr reports whether a listen address is loopback only.
-func loopbackAddr(addr string) bool {
+// LoopbackAddr reports whether a listen address is loopback only (the engine serves without
+// tokens only there).
+func LoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

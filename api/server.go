@@ -258,7 +258,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.http != nil {
 		return nil
 	}
-	if len(s.creds) == 0 && !loopbackAddr(s.cfg.Addr) && !s.cfg.AllowUnauthenticated {
+	if len(s.creds) == 0 && !LoopbackAddr(s.cfg.Addr) && !s.cfg.AllowUnauthenticated {
 		return jobs.Errorf(jobs.CodeUnauthorized, "api: %s is reachable beyond this machine and no token is set: set --token (or role tokens), or allow it explicitly (--allow-unauthenticated)", s.cfg.Addr)
 	}
 	var lc net.ListenConfig

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -175,7 +174,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		}
 		creds = append(creds, c)
 	}
-	if o.token == "" && len(creds) == 0 && !loopback(o.addr) && !o.allowUnauthenticated {
+	if o.token == "" && len(creds) == 0 && !api.LoopbackAddr(o.addr) && !o.allowUnauthenticated {
 		return cli.Usage("--addr %s is reachable beyond this machine and no token is set: set --token (or role tokens), or pass --allow-unauthenticated", o.addr)
 	}
 	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease, "scheduler", !o.noScheduler)
@@ -199,19 +198,6 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		api.Module,
 	)
 	return cli.Serve(cmd.Context(), app, log, time.Minute, o.drainTimeout)
-}
-
-// loopback reports whether addr listens on loopback only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newMigrateCmd() *cobra.Command {
