@@ -15,6 +15,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
 )
@@ -63,6 +64,7 @@ func TestEngineMetrics(t *testing.T) {
 	if _, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "orphan", Queue: "orphans", Key: "o1", NoTenant: true}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, env.Engine, "gone", testenv.Untyped("orphan", "orphans"))
 	if tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "gone", Queues: []string{"orphans"}, Max: 1}); err != nil || len(tasks) != 1 {
 		t.Fatalf("poll: %v %v", tasks, err)
 	}

@@ -76,6 +76,7 @@ func seed(t *testing.T, env *testenv.Env) seeded {
 		}
 		return res.RunID
 	}
+	testenv.Declare(t, env.Engine, "manual-worker", testenv.Untyped("import", "manual"))
 	claim := func() frontend.Task {
 		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "manual-worker", Queues: []string{"manual"}, Max: 1})
 		if err != nil || len(tasks) != 1 {
@@ -88,7 +89,7 @@ func seed(t *testing.T, env *testenv.Env) seeded {
 	out[store.StateBlocked] = enqueue(2, 0)
 	task := claim()
 	out2, _ := jobs.Encode("rows: 42")
-	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, WorkerID: "manual-worker",
+	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, WorkerID: "manual-worker", LeaseToken: task.LeaseToken,
 		AfterSeq: task.LastSeq, Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "load", Output: out2},
 			{Kind: frontend.CmdBlock, Code: string(jobs.CodeReplayDiverged), Error: "history has step \"load\", the code calls \"fetch\""}}}); err != nil {
 		t.Fatal(err)

@@ -238,6 +238,7 @@ func TestLongHistoryIsCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, env.Engine, "w", testenv.Untyped("long", "long"))
 	tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"long"}, Max: 1})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("poll: %v %v", tasks, err)
@@ -246,7 +247,7 @@ func TestLongHistoryIsCapped(t *testing.T) {
 	for i := range 1200 {
 		cmds = append(cmds, frontend.Command{Kind: frontend.CmdStep, Name: fmt.Sprintf("s%04d", i)})
 	}
-	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w",
+	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w", LeaseToken: tasks[0].LeaseToken,
 		AfterSeq: tasks[0].LastSeq, Commands: cmds}); err != nil {
 		t.Fatal(err)
 	}
