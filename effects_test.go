@@ -190,6 +190,7 @@ func TestEffectCommandRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Declare(t, env.Engine, "w", testenv.Untyped("j", jobs.DefaultQueue))
 	tasks, err := env.Engine.Poll(t.Context(), frontend.PollRequest{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Max: 1})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("poll: %d tasks, %v", len(tasks), err)
@@ -197,7 +198,7 @@ func TestEffectCommandRefusals(t *testing.T) {
 	task := tasks[0]
 	payload, _ := jobs.Encode(paid{Order: "o"})
 	record := func(fence int64, c frontend.Command) error {
-		_, err := env.Engine.Record(t.Context(), frontend.RecordRequest{RunID: task.RunID, Fence: fence,
+		_, err := env.Engine.Record(t.Context(), frontend.RecordRequest{RunID: task.RunID, Fence: fence, LeaseToken: task.LeaseToken,
 			WorkerID: "w", AfterSeq: task.LastSeq, Commands: []frontend.Command{c}})
 		return err
 	}
@@ -208,8 +209,9 @@ func TestEffectCommandRefusals(t *testing.T) {
 		cmd   frontend.Command
 		code  jobs.Code
 	}{
-		"stale fence publish":  {task.Fence - 1, publish, jobs.CodeJobLeaseLost},
-		"stale fence enqueue":  {task.Fence + 1, enqueue, jobs.CodeJobLeaseLost},
+		// The claim's token is bound to its fence: another fence with it is refused before the store.
+		"stale fence publish":  {task.Fence - 1, publish, jobs.CodeLeaseInvalid},
+		"stale fence enqueue":  {task.Fence + 1, enqueue, jobs.CodeLeaseInvalid},
 		"enqueue of nothing":   {task.Fence, frontend.Command{Kind: frontend.CmdEnqueue, Name: "e"}, jobs.CodeBadRequest},
 		"publish with no name": {task.Fence, frontend.Command{Kind: frontend.CmdPublish, Event: "x"}, jobs.CodeBadRequest},
 		"publish of no event":  {task.Fence, frontend.Command{Kind: frontend.CmdPublish, Name: "p"}, jobs.CodeBadRequest},
@@ -226,7 +228,7 @@ func TestEffectCommandRefusals(t *testing.T) {
 		t.Errorf("refused commands enqueued %d runs", len(runs))
 	}
 	// The holder's enqueue: the engine sets the outcome, whatever the worker sent.
-	resp, err := env.Engine.Record(t.Context(), frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence,
+	resp, err := env.Engine.Record(t.Context(), frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, LeaseToken: task.LeaseToken,
 		WorkerID: "w", AfterSeq: task.LastSeq, Commands: []frontend.Command{enqueue}})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func (c *Client) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequ
 // noRoute reports the engine's answer to a route it does not serve.
 func noRoute(err error) bool {
 	var e *jobs.Error
-	return errors.As(err, &e) && e.Code == jobs.CodeBadRequest && strings.HasPrefix(e.Message, "no route for ")
+	return errors.As(err, &e) && (e.Code == jobs.CodeRouteNotFound || (e.Code == jobs.CodeBadRequest && strings.HasPrefix(e.Message, "no route for ")))
 }
 
 // BackfillReport implements frontend.Backfills. Reports are idempotent, so a lost answer is

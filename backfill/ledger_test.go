@@ -27,6 +27,7 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 		if _, err := open(frontend.Claim{RunID: res.RunID, Fence: 1, WorkerID: "w"}, "guarded"); !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
 			t.Fatalf("open of an unclaimed run: %v; want X_JOB_LEASE_LOST", err)
 		}
+		testenv.Declare(t, env.Engine, "w", b)
 		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"default"}, Max: 1, Wait: time.Second})
 		if err != nil || len(tasks) != 1 {
 			t.Fatalf("poll: %v, %d tasks", err, len(tasks))

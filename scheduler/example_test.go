@@ -30,7 +30,7 @@ var NightlyDigest = scheduler.MustDefine("nightly-digest", Digest, "0 3 * * *", 
 func Example() {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	eng, _ := engine.New(engine.Config{Store: memory.New(), Clock: clk})
+	eng, _ := engine.New(engine.Config{Store: memory.New(), Clock: clk, AllowUndeclared: true})
 	_ = eng.Start(ctx)
 	defer eng.Stop(ctx)
 

@@ -34,6 +34,13 @@ func (w *Worker) Ready() error {
 	if !w.started {
 		return jobs.Errorf(jobs.CodeDraining, "worker %s is not polling (not started, or draining)", w.cfg.ID)
 	}
+	select {
+	case <-w.begun:
+	default:
+		// Pollers wait for the session to start, so no poll has failed yet: the engine has not
+		// answered the worker at all.
+		return jobs.Errorf(jobs.CodeStoreUnavailable, "worker %s has not reached the engine yet (starting its session)", w.cfg.ID)
+	}
 	if len(w.pollErrs) == 0 {
 		return nil
 	}

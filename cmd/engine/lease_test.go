@@ -24,7 +24,7 @@ func TestServeLeaseFlag(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--database-url", "",
-			"--lease", "7s"}, &bytes.Buffer{}, &stderr)
+			"--lease", "7s", "--allow-undeclared"}, &bytes.Buffer{}, &stderr)
 	}()
 	defer func() { cancel(); <-done }()
 	addr := ""
@@ -43,6 +43,7 @@ func TestServeLeaseFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	testenv.Declare(t, c, "w", testenv.Untyped("j", "default"))
 	tasks, err := c.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"default"}, Max: 1, Wait: 5 * time.Second})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("poll: %v, %d tasks", err, len(tasks))
