@@ -346,6 +346,14 @@ func (w *Worker) handle(t frontend.Task) {
 			case late := <-out:
 				log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
 			case <-ex.Exited():
+				// The outcome is buffered before the body's goroutine exits, and select picks at
+				// random between two ready cases: look for it once more, or a body that returned
+				// after its deadline would go unreported.
+				select {
+				case late := <-out:
+					log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
+				default:
+				}
 			case <-w.hbStop:
 				// Shutting down: a body that ignores its context cannot be waited for.
 			}
