@@ -98,66 +98,55 @@ func (q Query) Describe() string {
 
 // SQL is a keyset source over database/sql (SQLite, or Postgres through pgx/stdlib).
 func SQL[Row any](db *sql.DB, q Query, scan Scan[Row], key func(Row) backfill.Cursor) backfill.Source[Row] {
-	return &sqlSource[Row]{db: db, q: q, scan: scan, key: key}
-}
-
-type sqlSource[Row any] struct {
-	db   *sql.DB
-	q    Query
-	scan Scan[Row]
-	key  func(Row) backfill.Cursor
-}
-
-func (s *sqlSource[Row]) Describe() string { return s.q.Describe() }
-
-func (s *sqlSource[Row]) Page(ctx context.Context, req backfill.PageRequest) ([]Row, backfill.Cursor, error) {
-	text, args, err := s.q.statement(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	rs, err := s.db.QueryContext(ctx, text, args...)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rs.Close()
-	var out []Row
-	for rs.Next() {
-		r, err := s.scan(rs.Scan)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, nil, err
-	}
-	return out, lastKey(out, s.key), nil
+	return &source[Row]{q: q, scan: scan, key: key,
+		query: func(ctx context.Context, text string, args []any) (rows, func(), error) {
+			rs, err := db.QueryContext(ctx, text, args...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rs, func() { rs.Close() }, nil
+		}}
 }
 
 // Pgx is a keyset source over a pgx pool.
 func Pgx[Row any](pool *pgxpool.Pool, q Query, scan Scan[Row], key func(Row) backfill.Cursor) backfill.Source[Row] {
-	return &pgxSource[Row]{pool: pool, q: q, scan: scan, key: key}
+	return &source[Row]{q: q, scan: scan, key: key,
+		query: func(ctx context.Context, text string, args []any) (rows, func(), error) {
+			rs, err := pool.Query(ctx, text, args...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rs, rs.Close, nil
+		}}
 }
 
-type pgxSource[Row any] struct {
-	pool *pgxpool.Pool
-	q    Query
-	scan Scan[Row]
-	key  func(Row) backfill.Cursor
+// rows is what both drivers' result sets share.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
 }
 
-func (s *pgxSource[Row]) Describe() string { return s.q.Describe() }
+// source is one keyset source; query is the only part that knows the driver.
+type source[Row any] struct {
+	q     Query
+	scan  Scan[Row]
+	key   func(Row) backfill.Cursor
+	query func(ctx context.Context, text string, args []any) (rows, func(), error)
+}
 
-func (s *pgxSource[Row]) Page(ctx context.Context, req backfill.PageRequest) ([]Row, backfill.Cursor, error) {
+func (s *source[Row]) Describe() string { return s.q.Describe() }
+
+func (s *source[Row]) Page(ctx context.Context, req backfill.PageRequest) ([]Row, backfill.Cursor, error) {
 	text, args, err := s.q.statement(req)
 	if err != nil {
 		return nil, nil, err
 	}
-	rs, err := s.pool.Query(ctx, text, args...)
+	rs, done, err := s.query(ctx, text, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rs.Close()
+	defer done()
 	var out []Row
 	for rs.Next() {
 		r, err := s.scan(rs.Scan)
