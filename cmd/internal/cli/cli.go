@@ -145,7 +145,10 @@ func Serve(ctx context.Context, app *fx.App, log *slog.Logger, startTimeout, sto
 	if err := app.Err(); err != nil {
 		return err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	// A shutdown asked for while the app is starting waits for the start to finish (bounded by
+	// startTimeout) and then drains like any other: cancelling the start half-way would unwind
+	// the started hooks with a dead context and report a failure nobody caused.
+	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	err := app.Start(startCtx)
 	cancel()
 	if err != nil {
