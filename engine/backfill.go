@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -84,13 +86,40 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 		req.Error = req.Error[:10_000]
 	}
 	if err := e.checkClaim(ctx, req.Claim, ""); err != nil {
-		return err
+		if req.Status != "" || !e.lateReport(ctx, req) {
+			return err
+		}
 	}
 	p := store.BackfillProgress{RunID: req.RunID, Rows: req.Rows, Batches: req.Batches, Cursor: req.Cursor, Now: e.clock.Now()}
 	if req.Status == "" {
 		return e.store.BackfillUpdate(ctx, p)
 	}
 	return e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: p, Status: req.Status, Error: req.Error})
+}
+
+// lateReport admits the progress report of a page whose step landed just before the run was
+// cancelled: the page is in the history, so its progress belongs in the ledger too. Only the
+// last holder (a cancel does not move the fence) may send it, never a finish, and never more
+// batches than the history holds.
+func (e *Engine) lateReport(ctx context.Context, req frontend.BackfillReportRequest) bool {
+	run, err := e.store.RunGet(ctx, req.RunID)
+	if err != nil || run.State != store.StateCancelled || run.Fence != req.Fence {
+		return false
+	}
+	events, err := e.History(ctx, req.RunID, 0)
+	if err != nil {
+		return false
+	}
+	var batches int64
+	for _, ev := range events {
+		if ev.Kind != history.KindStepCompleted {
+			continue
+		}
+		if p, err := ev.Decode(); err == nil && strings.HasPrefix(p.(history.StepCompleted).StepName, "batch:") {
+			batches++
+		}
+	}
+	return req.Batches <= batches
 }
 
 // checkClaim refuses a ledger write from anyone but the worker holding the run under that fence:
