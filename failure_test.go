@@ -356,7 +356,7 @@ func TestHangingHeartbeatIsCaughtAsLeaseLost(t *testing.T) {
 }
 
 func TestNoLeaseLostOnCleanCompletion(t *testing.T) {
-	testenv.EachBackend(t, testenv.Options{Clock: clock.Real{}, Lease: 300 * time.Millisecond}, func(t *testing.T, env *testenv.Env) {
+	testenv.EachBackend(t, testenv.Options{Clock: clock.Real{}, Lease: 2 * time.Second}, func(t *testing.T, env *testenv.Env) {
 		j := jobs.MustDefine("quick", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 			func(c *jobs.Ctx, in int) (int, error) {
 				time.Sleep(15 * time.Millisecond)
