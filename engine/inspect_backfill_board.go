@@ -18,7 +18,7 @@ import (
 type BackfillBoard struct {
 	// Environments are the board's columns: every environment a declaration names, plus the one
 	// asked for. "" (when nothing names one) stands for any environment.
-	Environments []string `json:"environments"`
+	Environments []string       `json:"environments"`
 	Backfills    []BackfillLine `json:"backfills"`
 	// Passes are the ledger's newest passes, newest first.
 	Passes []BackfillPass `json:"passes"`

@@ -43,7 +43,7 @@ func funcs(u *UI) template.FuncMap {
 			}
 			return s
 		},
-		"final":  func(s store.State) bool { return s.Finished() },
+		"final": func(s store.State) bool { return s.Finished() },
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {
