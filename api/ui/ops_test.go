@@ -3,6 +3,7 @@ package ui_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -24,13 +25,24 @@ func TestOpsPages(t *testing.T) {
 		st, body := b.get("/_x/backfills")
 		want(t, "backfills", st, body, http.StatusOK, "tag-accounts", "reindex", "purge-legacy",
 			`id="running"`, `<progress max="100" value="33.3"`, "10 <span class=\"muted\">of 30 · 33.3%</span>",
-			"<th>production</th>", "<th>staging</th>", `state s-excluded`, `state s-pending`, `state s-completed`, `state s-running`,
+			"<th>production</th>", "<th>staging</th>",
 			"20260101_drop_legacy", ops.completedPass, ops.runningPass, "only production, staging", "Last checkpoint")
 		if strings.Contains(body, "any environment") {
 			t.Error("backfills: an 'any environment' column beside the named ones")
 		}
 		st, body = b.get("/_x/backfills?env=dev")
 		want(t, "backfills for dev", st, body, http.StatusOK, "<th>dev</th>", `value="dev"`)
+		// Each backfill's row, one state per column: dev, production, staging (sorted).
+		for name, states := range map[string][]string{
+			"purge-legacy": {"excluded", "pending", "pending"},
+			"reindex":      {"running", "running", "running"},
+			"tag-accounts": {"completed", "completed", "completed"},
+		} {
+			row := rowOf(t, body, `<td class="mono nowrap">`+name)
+			if got := stateRe.FindAllStringSubmatch(row, -1); len(got) != 3 || got[0][1] != states[0] || got[1][1] != states[1] || got[2][1] != states[2] {
+				t.Errorf("backfills: %s reads %v, want %v", name, got, states)
+			}
+		}
 
 		st, body = b.get("/_x/runs/" + ops.runningPass)
 		want(t, "a pass's run page", st, body, http.StatusOK, `id="backfill"`, "Backfill pass", "33.3%", "Last checkpoint")
@@ -203,4 +215,20 @@ func TestSchedulesWithoutScheduler(t *testing.T) {
 	want(t, "backfills, none declared", st, body, http.StatusOK, "No backfill is declared", "No pass has run yet")
 	st, body = b.get("/_x/manifest")
 	want(t, "manifest, empty", st, body, http.StatusOK, "No worker has sent a manifest", "Nothing is declared yet")
+}
+
+var stateRe = regexp.MustCompile(`<span class="state s-([a-z-]+)">`)
+
+// rowOf returns the table row of page that starts with the cell start.
+func rowOf(t *testing.T, page, start string) string {
+	t.Helper()
+	i := strings.Index(page, start)
+	if i < 0 {
+		t.Fatalf("no row %q", start)
+	}
+	end := strings.Index(page[i:], "</tr>")
+	if end < 0 {
+		t.Fatalf("row %q does not end", start)
+	}
+	return page[i : i+end]
 }
