@@ -26,7 +26,8 @@ func TestOpsPages(t *testing.T) {
 		want(t, "backfills", st, body, http.StatusOK, "tag-accounts", "reindex", "purge-legacy",
 			`id="running"`, `<progress max="100" value="33.3"`, "10 <span class=\"muted\">of 30 · 33.3%</span>",
 			"<th>production</th>", "<th>staging</th>",
-			"20260101_drop_legacy", ops.completedPass, ops.runningPass, "only production, staging", "Last checkpoint")
+			"20260101_drop_legacy", ops.completedPass, ops.runningPass, "only production, staging", "Last checkpoint",
+			`<meta http-equiv="refresh" content="15">`)
 		if strings.Contains(body, "any environment") {
 			t.Error("backfills: an 'any environment' column beside the named ones")
 		}
@@ -68,6 +69,16 @@ func TestOpsPages(t *testing.T) {
 		st, body = b.get("/_x/manifest")
 		want(t, "manifest", st, body, http.StatusOK, "sweeper-1", "manual-worker", "tag-accounts", "purge-legacy", "ship",
 			`state s-live`, ">backfill<", ">job<", "in flight")
+		if strings.Contains(body, "http-equiv") {
+			t.Error("the manifest page reloads itself")
+		}
+		// Each worker's runs in flight: manual-worker holds the seeded running run, sweeper-1
+		// the reindex pass.
+		for _, w := range []string{"manual-worker", "sweeper-1"} {
+			if row := rowOf(t, body, `<td class="mono">`+w); !strings.Contains(row, `<td class="num">1</td>`) {
+				t.Errorf("manifest: %s's row %q does not show 1 in flight", w, row)
+			}
+		}
 	})
 }
 

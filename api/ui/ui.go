@@ -1,6 +1,8 @@
 // Package ui is the engine's operator console, served under /_x/ by the API server: an
 // overview of every queue, a run finder, a run's full trace and history with its actions
-// (cancel, retry, retry from a step) and the dead letters.
+// (cancel, retry, retry from a step), the dead letters, the backfills (declared, per environment,
+// and the ledger with live progress), the schedules (pause, resume, trigger) and the fleet's
+// manifest and workers.
 //
 // It is server-rendered with html/template from embedded files, with one small script for
 // relative times and confirmations: no build step, no external fonts or CDNs, and it works in a
@@ -81,7 +83,7 @@ type Request struct {
 	Now       time.Time
 }
 
-// Pages is the navigation, in order. Backfills, schedules and the manifest add themselves here.
+// Pages is the navigation, in order.
 var Pages = []Page{
 	{Path: "/", Title: "Overview", Template: "overview", Data: overviewData},
 	{Path: "/runs", Title: "Runs", Template: "runs", Data: runsData},
