@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -226,6 +227,26 @@ func TestSchedulesWithoutScheduler(t *testing.T) {
 	want(t, "backfills, none declared", st, body, http.StatusOK, "No backfill is declared", "No pass has run yet")
 	st, body = b.get("/_x/manifest")
 	want(t, "manifest, empty", st, body, http.StatusOK, "No worker has sent a manifest", "Nothing is declared yet")
+}
+
+// A worker that stopped resending its manifest reads stale, and so does what only it declares.
+func TestManifestStaleWorker(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	testenv.Declare(t, env.Engine, "w-old", testenv.Untyped("legacy-export", "q"))
+	env.Fake().Advance(time.Hour)
+	testenv.Declare(t, env.Engine, "w-new", testenv.Untyped("export", "q"))
+	b := newBrowser(t, serve(t, env, ""))
+	st, body := b.get("/_x/manifest")
+	want(t, "manifest", st, body, http.StatusOK, "1h ago")
+	for name, state := range map[string]string{
+		`<td class="mono">w-old`: "stale", `<td class="mono">w-new`: "live",
+		`<td class="mono">legacy-export`: "stale", `<td class="mono">export`: "live",
+	} {
+		if got := stateRe.FindAllStringSubmatch(rowOf(t, body, name), -1); len(got) != 1 || got[0][1] != state {
+			t.Errorf("manifest: %s reads %v, want %s", name, got, state)
+		}
+	}
 }
 
 var stateRe = regexp.MustCompile(`<span class="state s-([a-z-]+)">`)
