@@ -37,6 +37,13 @@ func funcs(u *UI) template.FuncMap {
 		},
 		// local is a schedule's occurrence in its own zone, as its spec reads it.
 		"local": func(t time.Time) string { return t.Format("Mon 15:04 MST") },
+		// tail shows a run id by its end: ids made close together share their (time) prefix.
+		"tail": func(s string) string {
+			if len(s) > 12 {
+				return "…" + s[len(s)-12:]
+			}
+			return s
+		},
 		"short": func(s string) string {
 			if len(s) > 12 {
 				return s[:12] + "…"
