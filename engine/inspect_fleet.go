@@ -10,10 +10,9 @@ import (
 // runs a fleet holds at once, and it keeps one manifest read's cost bounded.
 const maxInFlightScan = 10_000
 
-// annotateFleet adds to a manifest view what operators ask of it beyond what the workers sent:
-// how many runs each worker holds now, and which declarations the fleet disagrees on. It is
-// part of InspectManifest only: the scheduler and the backfill report read Declarations every
-// round and need neither.
+// annotateFleet adds to a manifest view how many runs each worker holds now. It is part of
+// InspectManifest only: the scheduler and the backfill report read Declarations every round and
+// do not need the scan of running runs it costs.
 func (e *Engine) annotateFleet(ctx context.Context, v *ManifestView) error {
 	held, err := e.inFlight(ctx)
 	if err != nil {
@@ -22,7 +21,6 @@ func (e *Engine) annotateFleet(ctx context.Context, v *ManifestView) error {
 	for i := range v.Workers {
 		v.Workers[i].InFlight = held[v.Workers[i].ID]
 	}
-	markConflicts(v.Declarations)
 	return nil
 }
 
@@ -43,7 +41,7 @@ func (e *Engine) inFlight(ctx context.Context) (map[string]int, error) {
 	return held, nil
 }
 
-// markConflicts flags the declarations of a kind and name that current workers (ones whose
+// markConflicts flags (for every reader of the manifest: it costs no read) the declarations of a kind and name that current workers (ones whose
 // manifest still holds it) declare with different checksums: during a rolling deploy that is
 // expected and passes; when it lasts, two builds disagree on what the job is.
 func markConflicts(ds []DeclarationView) {

@@ -45,6 +45,19 @@ func TestInspectManifestInFlightAndConflicts(t *testing.T) {
 		if conflicts["export"] != 2 || conflicts["audit"] != 0 {
 			t.Errorf("conflicts %v, want both declarations of export and none of audit", conflicts)
 		}
+		ds, err := env.Engine.Declarations(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range ds {
+			if d.Conflict {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("Declarations(job) flags %d conflicting declarations, want 2", n)
+		}
 
 		// Once w2 declares export as w1 does, its other declaration is held by nobody: no
 		// conflict (a stopped build's declaration is history, not a disagreement).

@@ -102,5 +102,6 @@ func (e *Engine) manifestView(ctx context.Context, kind string) (ManifestView, e
 		}
 		v.Declarations = append(v.Declarations, dv)
 	}
+	markConflicts(v.Declarations)
 	return v, nil
 }
