@@ -177,7 +177,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	if !cfg.NoUI {
-		uc := ui.Config{Engine: cfg.Engine, StatusOf: StatusOf, Logger: cfg.Logger}
+		uc := ui.Config{Engine: cfg.Engine, Scheduler: cfg.Scheduler, StatusOf: StatusOf, Logger: cfg.Logger}
 		if len(s.creds) > 0 {
 			uc.Login, uc.Secret = s.uiLogin()
 		}

@@ -23,6 +23,8 @@ type WorkerView struct {
 	// Live is true while the worker resends its manifest: it was seen within three resend
 	// intervals.
 	Live bool `json:"live"`
+	// InFlight counts the runs the worker holds now (running under its lease).
+	InFlight int `json:"inFlight"`
 }
 
 // DeclarationView is one declaration (a kind, a name and a checksum of its data) with the
@@ -37,6 +39,9 @@ type DeclarationView struct {
 	// Live is true when a live worker declares it.
 	Live    bool             `json:"live"`
 	Workers []DeclaredByView `json:"workers"`
+	// Conflict is true when current workers declare this kind and name with another checksum
+	// too: two builds disagree on it.
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // DeclaredByView is one worker declaring a declaration.
@@ -48,7 +53,11 @@ type DeclaredByView struct {
 
 // InspectManifest returns every declaration of the fleet and every worker that sent a manifest.
 func (e *Engine) InspectManifest(ctx context.Context) (ManifestView, error) {
-	return e.manifestView(ctx, "")
+	v, err := e.manifestView(ctx, "")
+	if err != nil {
+		return v, err
+	}
+	return v, e.annotateFleet(ctx, &v)
 }
 
 // Declarations returns the fleet's declarations of one kind (jobs.DeclareJob,
@@ -93,5 +102,6 @@ func (e *Engine) manifestView(ctx context.Context, kind string) (ManifestView, e
 		}
 		v.Declarations = append(v.Declarations, dv)
 	}
+	markConflicts(v.Declarations)
 	return v, nil
 }

@@ -80,8 +80,9 @@ func TestBrowser(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			env := testenv.Start(t, testenv.Options{Store: b.Open(t)})
 			runs := seed(t, env)
-			base := serve(t, env, "browser-token")
-			driveConsole(t, exe, base, filepath.Join(shots, b.Name), env, runs)
+			ops := seedOps(t, env)
+			base := serveOps(t, env, ops.sched, "browser-token")
+			driveConsole(t, exe, base, filepath.Join(shots, b.Name), env, runs, ops)
 		})
 	}
 	if ran == 0 {
@@ -90,7 +91,7 @@ func TestBrowser(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 }
 
-func driveConsole(t *testing.T, exe, base, shots string, env *testenv.Env, runs seeded) {
+func driveConsole(t *testing.T, exe, base, shots string, env *testenv.Env, runs seeded, ops opsSeeded) {
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +256,8 @@ func driveConsole(t *testing.T, exe, base, shots string, env *testenv.Env, runs 
 		chromedp.WaitVisible(chromedp.CSS(`.notice`)),
 	)
 	wantRetried(t, env, blocked, "")
+
+	driveOps(t, base, driver{step: step, shot: shot, read: read, text: &text}, env, ops)
 
 	step("log out",
 		chromedp.Navigate(base+"/_x/"),

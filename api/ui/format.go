@@ -29,7 +29,28 @@ func funcs(u *UI) template.FuncMap {
 			return s
 		},
 		"states": func() []store.State { return store.States },
-		"final":  func(s store.State) bool { return s.Finished() },
+		"pct":    func(f *float64) string { return fmt.Sprintf("%.1f", *f) },
+		"deref":  func(n *int64) int64 { return *n },
+		"join":   strings.Join,
+		"first": func(n int, ts []time.Time) []time.Time {
+			return ts[:min(n, len(ts))]
+		},
+		// local is a schedule's occurrence in its own zone, as its spec reads it.
+		"local": func(t time.Time) string { return t.Format("Mon 15:04 MST") },
+		// tail shows a run id by its end: ids made close together share their (time) prefix.
+		"tail": func(s string) string {
+			if len(s) > 12 {
+				return "…" + s[len(s)-12:]
+			}
+			return s
+		},
+		"short": func(s string) string {
+			if len(s) > 12 {
+				return s[:12] + "…"
+			}
+			return s
+		},
+		"final": func(s store.State) bool { return s.Finished() },
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {

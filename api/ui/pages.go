@@ -129,6 +129,8 @@ type runView struct {
 	// page asked for all (?history=all).
 	Events    int
 	Truncated bool
+	// Backfill is the ledger row when the run is a backfill pass.
+	Backfill *engine.BackfillPass
 }
 
 // timelineCap bounds the events a run page renders by default: a run with a hundred thousand
@@ -160,6 +162,9 @@ func runData(r *Request) (any, error) {
 	}
 	v := &runView{Run: rv, Events: len(events),
 		CanCancel: !rv.State.Finished(), CanRetry: rv.State == store.StateFailed || rv.State == store.StateBlocked}
+	if v.Backfill, err = r.Engine.InspectBackfillPass(r.Context(), id); err != nil {
+		return nil, err
+	}
 	if len(events) > timelineCap && r.URL.Query().Get("history") != "all" {
 		events, v.Truncated = events[len(events)-timelineCap:], true
 	}

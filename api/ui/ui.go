@@ -1,6 +1,8 @@
 // Package ui is the engine's operator console, served under /_x/ by the API server: an
 // overview of every queue, a run finder, a run's full trace and history with its actions
-// (cancel, retry, retry from a step) and the dead letters.
+// (cancel, retry, retry from a step), the dead letters, the backfills (declared, per environment,
+// and the ledger with live progress), the schedules (pause, resume, trigger) and the fleet's
+// manifest and workers.
 //
 // It is server-rendered with html/template from embedded files, with one small script for
 // relative times and confirmations: no build step, no external fonts or CDNs, and it works in a
@@ -27,6 +29,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/scheduler"
 )
 
 // Prefix is where the API server mounts the console.
@@ -39,6 +42,9 @@ var assets embed.FS
 type Config struct {
 	// Engine answers every page. Required.
 	Engine *engine.Engine
+	// Scheduler answers the schedules page and its actions. Optional: without one the page
+	// says the engine runs no scheduler.
+	Scheduler *scheduler.Scheduler
 	// Token is the API's bearer token; "" leaves the console open, as the API is (loopback),
 	// unless Login is set.
 	Token string
@@ -72,19 +78,25 @@ type Page struct {
 type Request struct {
 	*http.Request
 	Engine *engine.Engine
-	Now    time.Time
+	// Scheduler is the console's scheduler; nil when the engine runs none.
+	Scheduler *scheduler.Scheduler
+	Now       time.Time
 }
 
-// Pages is the navigation, in order. Backfills, schedules and the manifest add themselves here.
+// Pages is the navigation, in order.
 var Pages = []Page{
 	{Path: "/", Title: "Overview", Template: "overview", Data: overviewData},
 	{Path: "/runs", Title: "Runs", Template: "runs", Data: runsData},
 	{Path: "/dead-letters", Title: "Dead letters", Template: "dead", Data: deadData},
+	{Path: "/backfills", Title: "Backfills", Template: "backfills", Data: backfillsData},
+	{Path: "/schedules", Title: "Schedules", Template: "schedules", Data: schedulesData},
+	{Path: "/manifest", Title: "Manifest & workers", Template: "manifest", Data: manifestData},
 }
 
 // UI is the console's handler.
 type UI struct {
-	eng *engine.Engine
+	eng   *engine.Engine
+	sched *scheduler.Scheduler
 	// loginFn is Config.Login; nil: the console is open.
 	loginFn func(token string) (ok, act bool)
 	key     []byte
@@ -122,7 +134,7 @@ func New(cfg Config) (*UI, error) {
 	if cfg.Secret == "" {
 		cfg.Secret = cfg.Token
 	}
-	u := &UI{eng: cfg.Engine, loginFn: cfg.Login, key: sessionKey(cfg.Secret), status: cfg.StatusOf,
+	u := &UI{eng: cfg.Engine, sched: cfg.Scheduler, loginFn: cfg.Login, key: sessionKey(cfg.Secret), status: cfg.StatusOf,
 		clock: cfg.Clock, log: cfg.Logger, prefix: Prefix, pages: map[string]*template.Template{}}
 	if err := u.parse(); err != nil {
 		return nil, err
@@ -165,6 +177,7 @@ func (u *UI) routes() {
 	m.Handle("GET "+u.prefix+"/runs/{id}", u.page("Run", "run", runData))
 	m.Handle("POST "+u.prefix+"/runs/{id}/cancel", u.action(u.cancel))
 	m.Handle("POST "+u.prefix+"/runs/{id}/retry", u.action(u.retry))
+	m.Handle("POST "+u.prefix+"/schedules/{name}/{verb}", u.action(u.scheduleAction))
 	m.HandleFunc("GET "+u.prefix+"/login", u.loginForm)
 	m.HandleFunc("POST "+u.prefix+"/login", u.login)
 	m.Handle("POST "+u.prefix+"/logout", u.action(u.logout))
@@ -200,8 +213,10 @@ type view struct {
 	Now     time.Time
 	AuthOn  bool
 	Session bool
-	Notice  string
-	Data    any
+	// CanAct is false for a viewer: the page shows no action buttons (the POST is refused anyway).
+	CanAct bool
+	Notice string
+	Data   any
 	// Error, on the error page.
 	Code    jobs.Code
 	Message string
@@ -219,7 +234,7 @@ func (u *UI) page(title, tmpl string, data func(*Request) (any, error)) http.Han
 		}
 		me = u.ensureSession(w, r, me)
 		now := u.clock.Now()
-		d, err := data(&Request{Request: r, Engine: u.eng, Now: now})
+		d, err := data(&Request{Request: r, Engine: u.eng, Scheduler: u.sched, Now: now})
 		if err != nil {
 			u.fail(w, r, me, err)
 			return
@@ -245,7 +260,7 @@ func (u *UI) view(r *http.Request, me who, title string, now time.Time, d any) *
 		active = "/runs"
 	}
 	return &view{Title: title, Prefix: u.prefix, Nav: Pages, Active: active, CSRF: u.csrf(me.session), Now: now,
-		AuthOn: u.loginFn != nil, Session: me.session != "", Notice: r.URL.Query().Get("notice"), Data: d}
+		AuthOn: u.loginFn != nil, Session: me.session != "", CanAct: me.canAct, Notice: notices[r.URL.Query().Get("notice")], Data: d}
 }
 
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, tmpl string, v *view) {

@@ -277,8 +277,11 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A worker's manifest is caller input too.
+	testenv.Declare(t, env.Engine, "w"+evil, testenv.Untyped("j"+evil, "q"+evil))
 	b := newBrowser(t, serve(t, env, ""))
-	for _, p := range []string{"/_x/", "/_x/runs", "/_x/runs/" + res.RunID, "/_x/runs?q=k" + url.QueryEscape(evil)} {
+	for _, p := range []string{"/_x/", "/_x/runs", "/_x/runs/" + res.RunID, "/_x/runs?q=k" + url.QueryEscape(evil), "/_x/manifest",
+		"/_x/backfills?env=e" + url.QueryEscape(evil)} {
 		st, body := b.get(p)
 		want(t, p, st, body, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;")
 		if strings.Contains(body, evil) {

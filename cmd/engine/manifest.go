@@ -39,13 +39,17 @@ func newManifestCmd() *cobra.Command {
 
 func printManifest(w io.Writer, now time.Time, v engine.ManifestView) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "KIND\tNAME\tCHECKSUM\tLIVE\tWORKERS\tLAST SEEN")
+	fmt.Fprintln(tw, "KIND\tNAME\tCHECKSUM\tLIVE\tCONFLICT\tWORKERS\tLAST SEEN")
 	for _, d := range v.Declarations {
 		ws := make([]string, len(d.Workers))
 		for i, by := range d.Workers {
 			ws[i] = by.WorkerID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", d.Kind, d.Name, d.Checksum, d.Live, orDash(strings.Join(ws, ",")), when(now, d.LastSeen))
+		conflict := "-"
+		if d.Conflict {
+			conflict = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", d.Kind, d.Name, d.Checksum, d.Live, conflict, orDash(strings.Join(ws, ",")), when(now, d.LastSeen))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -55,9 +59,9 @@ func printManifest(w io.Writer, now time.Time, v engine.ManifestView) error {
 	}
 	fmt.Fprintln(w)
 	tw = newTable(w)
-	fmt.Fprintln(tw, "WORKER\tQUEUES\tLIVE\tLAST SEEN")
+	fmt.Fprintln(tw, "WORKER\tQUEUES\tLIVE\tIN FLIGHT\tLAST SEEN")
 	for _, wk := range v.Workers {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", wk.ID, strings.Join(wk.Queues, ","), wk.Live, when(now, wk.LastSeen))
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\n", wk.ID, strings.Join(wk.Queues, ","), wk.Live, wk.InFlight, when(now, wk.LastSeen))
 	}
 	return tw.Flush()
 }

@@ -55,7 +55,7 @@ func TestManifestCommand(t *testing.T) {
 	}
 	r = o.run(t, "manifest")
 	expect(t, r, 0, "")
-	for _, want := range []string{"send-invoice", "nightly", "worker-1", "billing"} {
+	for _, want := range []string{"send-invoice", "nightly", "worker-1", "billing", "IN FLIGHT", "CONFLICT"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("the table lacks %q:\n%s", want, r.stdout)
 		}
