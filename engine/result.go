@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -20,7 +21,7 @@ type RunResult struct {
 	// Result is the completed run's result, msgpack-encoded as the job returned it (Decode).
 	Result []byte `json:"-" msgpack:"result,omitempty"`
 	// ResultJSON is Result shown as JSON, for people and JSON callers.
-	ResultJSON json.RawMessage `json:"result,omitempty" msgpack:"-"`
+	ResultJSON json.RawMessage `json:"result,omitempty" msgpack:"result_json,omitempty"`
 	// Error is the run's error when it failed (its own code, e.g. X_JOB_MAX_ATTEMPTS or an
 	// application's) or X_RUN_CANCELLED when it was cancelled.
 	Error *jobs.Error `json:"error,omitempty" msgpack:"error,omitempty"`
@@ -90,6 +91,10 @@ func (e *Engine) WaitResult(ctx context.Context, runID string) (RunResult, error
 		if err != nil {
 			return RunResult{}, err
 		}
+		if run.State == store.StateCancelled && run.StopReason == "" {
+			// The row does not keep a cancel's reason; its history does.
+			run.StopReason = e.cancelReason(ctx, runID)
+		}
 		if res := ResultOf(run); res.Done {
 			if res.Error != nil {
 				return res, res.Error
@@ -138,4 +143,24 @@ func (e *Engine) settled(s store.State) {
 	if Terminal(s) {
 		e.finished.ring()
 	}
+}
+
+// cancelReason is the reason the run's RunCancelled event names, or "" when it names none (or
+// the history cannot be read: the reason only enriches the message).
+func (e *Engine) cancelReason(ctx context.Context, runID string) string {
+	events, err := e.store.HistoryRead(ctx, runID, 0, 0)
+	if err != nil {
+		return ""
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == history.KindRunCancelled {
+			if p, err := events[i].Decode(); err == nil {
+				if c, ok := p.(history.RunCancelled); ok {
+					return c.Reason
+				}
+			}
+			return ""
+		}
+	}
+	return ""
 }
