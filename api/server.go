@@ -240,6 +240,7 @@ func (s *Server) routes() http.Handler {
 	if s.ui != nil {
 		mux.Handle(ui.Prefix+"/", s.ui)
 	}
+	mux.Handle(MCPPath, s.mcpHandler())
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.notFound(mux, w, r)

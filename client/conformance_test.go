@@ -193,10 +193,13 @@ func TestOneClientAPI(t *testing.T) {
 				return c.GetRun(ctx, "00000000-0000-7000-8000-000000000001")
 			})
 			for what, call := range map[string]func(client.Client) error{
-				"bad state":      func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{State: "lost"}); return err },
-				"limit too big":  func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Limit: 501}); return err },
-				"NUL in job":     func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Job: "a\x00b"}); return err },
-				"bad backfill":   func(c client.Client) error { _, err := c.Backfills(ctx, store.BackfillFilter{Status: "odd"}); return err },
+				"bad state":     func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{State: "lost"}); return err },
+				"limit too big": func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Limit: 501}); return err },
+				"NUL in job":    func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Job: "a\x00b"}); return err },
+				"bad backfill": func(c client.Client) error {
+					_, err := c.Backfills(ctx, store.BackfillFilter{Status: "odd"})
+					return err
+				},
 				"bad reason":     func(c client.Client) error { _, err := c.Cancel(ctx, o.Suspended, "\xff"); return err },
 				"empty enqueue":  func(c client.Client) error { _, err := c.Enqueue(ctx, jobs.EnqueueRequest{}); return err },
 				"bad event name": func(c client.Client) error { _, err := c.Publish(ctx, "a\x00", 1); return err },
