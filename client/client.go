@@ -7,10 +7,11 @@
 // engine.QueueView, …): no implementation computes its own numbers, so a caller switching
 // between the two sees the same data and the same X_ codes.
 //
-//	c := client.Local(eng, sched)                   // in-process
-//	c, err := api.NewClient("http://127.0.0.1:7233", token) // remote
-//	res, err := c.Enqueue(ctx, jobs.EnqueueRequest{Job: "send-welcome", Key: "user-42", NoTenant: true})
-//	out, err := client.Wait[Receipt](ctx, c, res.RunID)
+//	var c client.Client = client.Local(eng, sched) // in-process
+//	// or remote, the same interface: c, err = api.NewClient("http://127.0.0.1:7233", token)
+//	res, err := sendWelcome.Enqueue(ctx, c, Signup{UserID: "u-42"})
+//	...
+//	receipt, err := client.Wait[Receipt](ctx, c, res.RunID) // the result, or the run's error
 package client
 
 import (
