@@ -75,4 +75,3 @@ func TestResultLongPollAndWhoAmI(t *testing.T) {
 		}
 	}
 }
-
