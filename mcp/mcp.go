@@ -16,6 +16,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -79,13 +80,10 @@ type ErrorBody struct {
 // refusal is a tool error carrying err's X_ code; an error without one is X_INTERNAL's, its
 // message kept (the tools' own errors all carry a code).
 func refusal(err error) *sdk.CallToolResult {
-	e := &jobs.Error{}
-	if je, ok := err.(*jobs.Error); ok {
+	var je *jobs.Error
+	e := &jobs.Error{Code: jobs.CodeInternal, Message: err.Error()}
+	if errors.As(err, &je) {
 		e = &jobs.Error{Code: je.Code, Message: je.Message}
-	} else if c := jobs.CodeOf(err); c != "" {
-		e = &jobs.Error{Code: c, Message: err.Error()}
-	} else {
-		e = &jobs.Error{Code: jobs.CodeInternal, Message: err.Error()}
 	}
 	body := ErrorBody{Error: e}
 	b, _ := json.Marshal(body)
