@@ -9,6 +9,8 @@
 //   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters,
 //     the fleet's manifest and the code registry, under /v1/;
 //   - /metrics (Prometheus), /healthz (the process is up) and /readyz (the store answers).
+//   - /mcp, the operator's tools over the Model Context Protocol (package mcp, api/mcp.go), and
+//     GET /v1/runs/{id}/result, a long-poll for a run's outcome (api/result.go).
 //
 // Every refusal carries a stable X_ code: {"error":{"code","message"}} in JSON, {code, message}
 // in msgpack, with the HTTP status of StatusOf. The client (NewClient) turns them back into
