@@ -36,8 +36,8 @@ type Reader interface {
 	ListRuns(ctx context.Context, p store.ListParams) (engine.RunPage, error)
 	// SearchRuns finds runs by id or key, filters and creation time, one keyset page at a time.
 	SearchRuns(ctx context.Context, f engine.RunFilter) (engine.RunPage, error)
-	// DeadLetters returns a page of dead-lettered (failed) runs, newest first; p.State must be
-	// empty.
+	// DeadLetters returns a page of dead-lettered (failed) runs, newest first; p.State is
+	// ignored.
 	DeadLetters(ctx context.Context, p store.ListParams) (engine.RunPage, error)
 	// Queues returns every queue's depth by state, oldest ready age and dead letters.
 	Queues(ctx context.Context) ([]engine.QueueView, error)
