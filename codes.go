@@ -64,6 +64,7 @@ const (
 	CodeScheduleNotLeader Code = "X_SCHEDULE_NOT_LEADER"
 	CodeScheduleConflict  Code = "X_SCHEDULE_CONFLICT"
 	CodeNoScheduler       Code = "X_NO_SCHEDULER"
+	CodeRunCancelled      Code = "X_RUN_CANCELLED"
 	// Backfills (package backfill).
 	CodeBackfillStalled          Code = "X_BACKFILL_STALLED"
 	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
@@ -124,6 +125,7 @@ var codeTable = []CodeInfo{
 	{CodeScheduleNotLeader, Retryable, "this scheduler no longer holds the leader lease; the fire was refused and changed nothing"},
 	{CodeScheduleConflict, Retryable, "the schedule's watermark moved (another leader fired) or it was paused; the fire was refused and changed nothing"},
 	{CodeNoScheduler, Terminal, "this engine runs no scheduler"},
+	{CodeRunCancelled, Terminal, "the run a caller waited for (WaitResult) was cancelled"},
 	{CodeBackfillStalled, Terminal, "a backfill's source ran out while its count still matches rows: the two predicates disagree, which no retry fixes"},
 	{CodeBackfillEnvironment, Terminal, "a backfill was asked to run in an environment its declaration does not list"},
 	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},

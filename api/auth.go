@@ -104,6 +104,10 @@ func needs(r *http.Request) capability {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/worker/"):
 		return capWork
+	case r.URL.Path == MCPPath:
+		// Every MCP exchange is a POST: reading is enough to be served; the actions are
+		// checked per tool (api/mcp.go).
+		return capRead
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return capRead
 	}

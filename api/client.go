@@ -142,6 +142,10 @@ func (c *Client) PublishEvent(ctx context.Context, name string, payload []byte) 
 // Cancel cancels a run; a finished run is refused with X_JOB_NOT_CANCELLABLE.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSummary, error) {
 	var out engine.RunSummary
+	// JSON would carry invalid UTF-8 as U+FFFD: refuse it here, as the engine would.
+	if err := checkText("reason", reason); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, CancelBody{Reason: reason}, &out)
 	return out, err
 }
@@ -149,6 +153,11 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSu
 // Retry reopens a dead-lettered or blocked run, from a step when req.FromStep is set.
 func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.RunSummary, error) {
 	var out engine.RunSummary
+	for field, v := range map[string]string{"fromStep": req.FromStep, "by": req.By, "reason": req.Reason} {
+		if err := checkText(field, v); err != nil {
+			return out, err
+		}
+	}
 	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(req.RunID)+"/retry", nil,
 		RetryBody{FromStep: req.FromStep, By: req.By, Reason: req.Reason}, &out)
 	return out, err

@@ -63,6 +63,8 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeNoScheduler:       http.StatusNotFound,
 	jobs.CodeScheduleNotLeader: http.StatusConflict,
 	jobs.CodeScheduleConflict:  http.StatusConflict,
+	// A run waited for was cancelled (the long-poll itself answers 200 with the outcome).
+	jobs.CodeRunCancelled: http.StatusConflict,
 	// A bug on this side.
 	jobs.CodeInvariant: http.StatusInternalServerError,
 	jobs.CodeInternal:  http.StatusInternalServerError,

@@ -9,6 +9,8 @@
 //   - the admin API, JSON: enqueue, publish, cancel, retry, inspect runs, queues, dead letters,
 //     the fleet's manifest and the code registry, under /v1/;
 //   - /metrics (Prometheus), /healthz (the process is up) and /readyz (the store answers).
+//   - /mcp, the operator's tools over the Model Context Protocol (package mcp, api/mcp.go), and
+//     GET /v1/runs/{id}/result, a long-poll for a run's outcome (api/result.go).
 //
 // Every refusal carries a stable X_ code: {"error":{"code","message"}} in JSON, {code, message}
 // in msgpack, with the HTTP status of StatusOf. The client (NewClient) turns them back into
@@ -227,6 +229,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/backfills/pending", s.serve(s.pendingBackfills))
 	mux.Handle("GET /v1/overview", s.serve(s.overview))
 	mux.Handle("GET /v1/search/runs", s.serve(s.searchRuns))
+	mux.Handle("GET /v1/runs/{id}/result", s.serve(s.runResult))
+	mux.Handle("GET /v1/whoami", s.serve(s.whoami))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.
@@ -238,6 +242,7 @@ func (s *Server) routes() http.Handler {
 	if s.ui != nil {
 		mux.Handle(ui.Prefix+"/", s.ui)
 	}
+	mux.Handle(MCPPath, s.mcpHandler())
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.notFound(mux, w, r)

@@ -66,10 +66,10 @@ type RetryBody struct {
 
 // RunPage is a page of a listing, newest first. Next, when set, is the cursor of the next page:
 // pass it as before=.
-type RunPage struct {
-	Runs []engine.RunSummary `json:"runs"`
-	Next string              `json:"next,omitempty"`
-}
+//
+// It is engine.RunPage, so the HTTP client and the in-process engine answer a listing with one
+// type (package client).
+type RunPage = engine.RunPage
 
 // QueueList answers GET /v1/queues.
 type QueueList struct {

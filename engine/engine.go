@@ -109,6 +109,8 @@ type Engine struct {
 	// dedupePruned is when expired dedupe ids were last pruned (unix ns; see once.go).
 	dedupePruned atomic.Int64
 	metrics      *metrics // metrics.go
+	// finished rings when a run this engine commits becomes terminal (result.go).
+	finished bell
 
 	mu      sync.Mutex
 	started bool
@@ -329,6 +331,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, e
 	run, err := e.signals.Cancel(ctx, runID, reason)
 	if err == nil {
 		e.metrics.cancelled(run)
+		e.settled(run.State)
 	}
 	return run, err
 }

@@ -107,6 +107,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	}
 	e.settle(req.RunID, out.res.Appended)
 	e.metrics.recorded(m, out.res.Run, arrived)
+	e.settled(out.res.Run.State)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
