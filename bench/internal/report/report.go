@@ -30,6 +30,8 @@ type Info struct {
 	TimerWindow, TimerLead time.Duration
 	// Section 8 (our engine only).
 	BackfillRows, BackfillPages int
+	// Section 9.
+	BulkJobs, TxCount, RelayRows int
 
 	NProc                      int
 	CPUModel, MemTotal, Kernel string
@@ -268,6 +270,7 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderTimers(w, samples, keys, in)
 	renderCost(w, samples, keys)
 	renderBackfills(w, samples, keys, in)
+	renderSection9(w, samples, keys, in)
 	renderNotes(w, in)
 	renderFailures(w, samples)
 	renderAll(w, samples)
