@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -135,6 +137,7 @@ func (s *remoteSystem) run(ctx context.Context, def *jobs.Job[int, int], n, conc
 	if err := s.startWorkers(ctx, concurrency); err != nil {
 		return err
 	}
+	defer profile("engine")()
 	var wg sync.WaitGroup
 	errs := make(chan error, concurrency)
 	for p := 0; p < concurrency; p++ {
@@ -220,6 +223,25 @@ func (s *remoteSystem) Close() error {
 	return nil
 }
 
+// profile writes a CPU profile of this process to $BENCH_REMOTE_PROFILE/<what>-<pid>.pprof when
+// that variable names a directory (a diagnosis aid: where the remote path spends its CPU); the
+// returned function stops it.
+func profile(what string) func() {
+	dir := os.Getenv("BENCH_REMOTE_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", what, os.Getpid())))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
 // RemoteWorkerMain is a remote worker process: args are the engine's URL and the concurrency.
 // It hosts the no-op and ten-step jobs, prints "ready" once started, and stops when its stdin
 // closes.
@@ -249,8 +271,10 @@ func RemoteWorkerMain(args []string) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
+	stop := profile("worker")
 	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return w.Stop(sctx)
