@@ -186,9 +186,9 @@ func parseConfig() (config, error) {
 		"first enqueue → first due time, the time the runs get to fall asleep; auto = 3s + 0.5ms per timer (BENCH_TIMER_LEAD)")
 	flag.IntVar(&c.BulkJobs, "bulk-jobs", envInt("BENCH_BULK_JOBS", pick(20000, 2000)),
 		"no-op jobs inserted in one bulk call (BENCH_BULK_JOBS)")
-	flag.IntVar(&c.TxCount, "tx-count", envInt("BENCH_TX_COUNT", pick(20000, 1000)),
+	flag.IntVar(&c.TxCount, "tx-count", envInt("BENCH_TX_COUNT", pick(5000, 1000)),
 		"callers' transactions of the transactional-enqueue scenarios (BENCH_TX_COUNT)")
-	flag.IntVar(&c.RelayRows, "relay-rows", envInt("BENCH_RELAY_ROWS", pick(5000, 500)),
+	flag.IntVar(&c.RelayRows, "relay-rows", envInt("BENCH_RELAY_ROWS", pick(2000, 500)),
 		"staged outbox rows the relay publishes (BENCH_RELAY_ROWS)")
 	flag.StringVar(&scenarios, "scenarios", envStr("BENCH_SCENARIOS", ""),
 		"comma-separated sections to run, default all: "+strings.Join(allScenarios, ",")+" (BENCH_SCENARIOS)")
