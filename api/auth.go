@@ -171,6 +171,8 @@ func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error)
 			return r2, nil
 		}
 		return r, nil // an enqueue: checked against the request's tenant (checkEnqueueScope)
+	case p == "/v1/runs/bulk" && r.Method == http.MethodPost:
+		return r, nil // a bulk enqueue: each item is checked against the tenant (enqueueMany)
 	case strings.HasPrefix(p, "/v1/runs/"):
 		id, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/runs/"), "/")
 		if id, err := url.PathUnescape(id); err == nil && id != "" {

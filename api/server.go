@@ -208,6 +208,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/backfill/report", s.serve(s.backfillReport))
 	// The admin API.
 	mux.Handle("POST /v1/runs", s.serve(s.enqueue))
+	mux.Handle("POST /v1/runs/bulk", s.serve(s.enqueueMany))
 	mux.Handle("GET /v1/runs", s.serve(s.listRuns))
 	mux.Handle("GET /v1/runs/{id}", s.serve(s.getRun))
 	mux.Handle("GET /v1/runs/{id}/history", s.serve(s.runHistory))

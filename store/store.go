@@ -262,6 +262,8 @@ type Store interface {
 	Manifests // what the fleet's workers declared (manifest.go)
 
 	Searcher // search.go
+
+	BulkCreator // many runs in one transaction (bulk.go)
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
 	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
 	// concurrent creates with the same (Job, Key) create exactly one run.

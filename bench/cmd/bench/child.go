@@ -147,7 +147,9 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 	case systems.ScenarioTenStep:
 		res, err = sys.TenStep(ctx, spec.N, spec.Concurrency)
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
+		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+		systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
+		systems.ScenarioRelay:
 		res, err = timed(ctx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", spec.Scenario)
@@ -198,7 +200,7 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 	d := after.Sub(before)
 	// A system with an embedded store leaves no trace in Postgres; show that as "not
 	// applicable" rather than as a suspiciously perfect zero.
-	if (d.XactCommit != 0 || d.XactRollback != 0 || d.RowsWritten() != 0) && timed == nil {
+	if (d.XactCommit != 0 || d.XactRollback != 0 || d.RowsWritten() != 0) && (timed == nil || counted(spec.Scenario)) {
 		s.PG = &d
 	}
 	// The engine-only scenarios are left without counters: their preparation writes through the
@@ -233,6 +235,9 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 			return b.BackfillLoop(ctx, spec.N)
 		}
 		return b.BackfillResume(ctx, spec.N)
+	case systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
+		systems.ScenarioRelay:
+		return prepareSection9(ctx, sys, spec)
 	case systems.ScenarioTimers:
 		t, ok := sys.(systems.TimerLagger)
 		if !ok {

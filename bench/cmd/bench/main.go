@@ -73,6 +73,8 @@ type config struct {
 	// Section 8, our engine only.
 	BackfillRows  int // rows of the table both sweeps update
 	BackfillPages int // completed pages of the pass that resumes
+	// Section 9.
+	BulkJobs, TxCount, RelayRows int
 	// Scenarios limits the run to some sections (pgbench, sqlite, noop, tenstep, replay,
 	// resume, timers); empty = all.
 	Scenarios []string
@@ -81,7 +83,9 @@ type config struct {
 // allScenarios are the names BENCH_SCENARIOS accepts, in the order the harness runs them.
 var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, systems.ScenarioNoop, systems.ScenarioTenStep,
 	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume}
+	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
+	systems.ScenarioRelay}
 
 func (c config) runs(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
@@ -103,6 +107,12 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == "child" {
 		if err := childMain(os.Args[2], os.Args[3]); err != nil {
 			log.Fatalf("child: %v", err)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == systems.RemoteWorkerArg {
+		if err := systems.RemoteWorkerMain(os.Args[2:]); err != nil {
+			log.Fatalf("remote worker: %v", err)
 		}
 		return
 	}
@@ -174,6 +184,12 @@ func parseConfig() (config, error) {
 		"span over which the timers fall due (BENCH_TIMER_WINDOW)")
 	flag.StringVar(&timerLead, "timer-lead", envStr("BENCH_TIMER_LEAD", "auto"),
 		"first enqueue → first due time, the time the runs get to fall asleep; auto = 3s + 0.5ms per timer (BENCH_TIMER_LEAD)")
+	flag.IntVar(&c.BulkJobs, "bulk-jobs", envInt("BENCH_BULK_JOBS", pick(20000, 2000)),
+		"no-op jobs inserted in one bulk call (BENCH_BULK_JOBS)")
+	flag.IntVar(&c.TxCount, "tx-count", envInt("BENCH_TX_COUNT", pick(5000, 1000)),
+		"callers' transactions of the transactional-enqueue scenarios (BENCH_TX_COUNT)")
+	flag.IntVar(&c.RelayRows, "relay-rows", envInt("BENCH_RELAY_ROWS", pick(2000, 500)),
+		"staged outbox rows the relay publishes (BENCH_RELAY_ROWS)")
 	flag.StringVar(&scenarios, "scenarios", envStr("BENCH_SCENARIOS", ""),
 		"comma-separated sections to run, default all: "+strings.Join(allScenarios, ",")+" (BENCH_SCENARIOS)")
 	var budget string
@@ -486,6 +502,7 @@ func (h *harness) engineOnly(ctx context.Context, keys []string) {
 		h.scenario(ctx, systems.ScenarioTimers, h.cfg.Timers, lagers)
 	}
 	h.backfills(ctx, keys)
+	h.section9(ctx, keys)
 }
 
 // measured runs one measurement on a machine that is as quiet as it can get. Before the run it

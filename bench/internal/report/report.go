@@ -30,6 +30,8 @@ type Info struct {
 	TimerWindow, TimerLead time.Duration
 	// Section 8 (our engine only).
 	BackfillRows, BackfillPages int
+	// Section 9.
+	BulkJobs, TxCount, RelayRows int
 
 	NProc                      int
 	CPUModel, MemTotal, Kernel string
@@ -257,7 +259,8 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	}
 	w("Reproduce with `make bench` (which runs `scripts/with-postgres.sh bench/run.sh`) from the repository root. ")
 	w("Each scenario ran %d time(s); tables show the median, with the range over runs where there was more than one. ", in.Runs)
-	w("Every figure has the machine's CPU use over the same window beside it, and the Postgres work it cost.\n\n")
+	w("Every figure has the machine's CPU use over the same window beside it, and the Postgres work it cost. ")
+	w("The machine is shared with other work while the suite runs, so CPU figures and absolute rates are noisy (⚠ marks the disturbed ones); compare systems within one run, where each scenario ran every system side by side, run by run, interleaved.\n\n")
 
 	ceiling := renderSetup(w, in)
 	renderPgbench(w, samples, in)
@@ -268,6 +271,7 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderTimers(w, samples, keys, in)
 	renderCost(w, samples, keys)
 	renderBackfills(w, samples, keys, in)
+	renderSection9(w, samples, keys, in)
 	renderNotes(w, in)
 	renderFailures(w, samples)
 	renderAll(w, samples)

@@ -1,0 +1,37 @@
+package postgres
+
+// Bulk create (bulk.go). Written with {S} like sql.go's statements and rendered per schema.
+const (
+	// sqlBulkStage creates the staging table COPY fills: a temporary table, private to the
+	// connection and dropped at the end of the transaction whatever happens (a caller's rollback
+	// included). Unlogged by nature, so staging costs no WAL.
+	sqlBulkStage = `CREATE TEMP TABLE jobs_bulk_runs (
+	id text, job text, queue text, key text, tenant text, no_tenant boolean, enqueued_by text,
+	input bytea, state text, attempt integer, ready_at timestamptz, created_at timestamptz,
+	ord integer
+) ON COMMIT DROP`
+
+	// sqlBulkInsert moves the staged rows into runs in (job, key) order, as RunCreate inserts
+	// them (two creates holding overlapping keys then lock in one order and cannot deadlock). A
+	// row whose key a live run holds (stored, or an earlier row of the batch) is left out; the
+	// ids returned are the runs written.
+	sqlBulkInsert = `INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input,
+	state, attempt, ready_at, last_seq, created_at, updated_at)
+SELECT id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, ready_at, 1,
+	created_at, created_at
+FROM pg_temp.jobs_bulk_runs
+ORDER BY job, key, ord
+ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
+RETURNING id`
+
+	// sqlBulkUnstage drops the staging table at once, so a second bulk create in the same
+	// (caller's) transaction can create it again.
+	sqlBulkUnstage = `DROP TABLE pg_temp.jobs_bulk_runs`
+)
+
+// bulkStageColumns are the staging table's columns, in COPY's order.
+var bulkStageColumns = []string{"id", "job", "queue", "key", "tenant", "no_tenant", "enqueued_by",
+	"input", "state", "attempt", "ready_at", "created_at", "ord"}
+
+// historyColumns are the history table's columns COPY writes.
+var historyColumns = []string{"run_id", "seq", "kind", "name", "at", "data"}
