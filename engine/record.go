@@ -145,7 +145,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			if c.Name == "" {
 				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: a step needs a name", req.RunID)
 			}
-			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output}))
+			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))

@@ -120,6 +120,8 @@ type Command struct {
 	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
 	// Publish and enqueue.
 	Effect *Effect `msgpack:"effect,omitempty"`
+	// Step: Parallel marks a step started with jobs.Go (see history.StepCompleted).
+	Parallel bool `msgpack:"parallel,omitempty"`
 }
 
 // RecordRequest carries one run's commands.

@@ -68,6 +68,9 @@ type RunStarted struct {
 type StepCompleted struct {
 	StepName string `msgpack:"name"`
 	Output   []byte `msgpack:"output"`
+	// Parallel marks a step started with jobs.Go: replay matches it by name, not by position,
+	// because parallel steps are recorded in the order they finished.
+	Parallel bool `msgpack:"parallel,omitempty"`
 }
 
 // TimerStarted records a durable sleep and when it wakes.

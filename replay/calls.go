@@ -55,7 +55,10 @@ func (c call) String() string {
 // calls is the fold of a history into its durable calls. It is built incrementally, so a
 // resumed execution adds only the events appended since it parked.
 type calls struct {
-	list    []call
+	list []call
+	// futures are the recorded parallel steps (jobs.Go), by name: they are matched by name, not
+	// by position, since they are recorded in the order they finished.
+	futures map[string]call
 	lastSeq int64
 	input   []byte
 	started *history.RunStarted
@@ -81,7 +84,15 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.started = &v
 			cs.input = v.Input
 		case history.StepCompleted:
-			cs.list = append(cs.list, call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done})
+			c := call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done}
+			if v.Parallel {
+				if cs.futures == nil {
+					cs.futures = map[string]call{}
+				}
+				cs.futures[v.StepName] = c
+				continue
+			}
+			cs.list = append(cs.list, c)
 		case history.TimerStarted:
 			cs.list = append(cs.list, call{kind: kindSleep, name: v.TimerName, seq: e.Seq})
 		case history.TimerFired:
@@ -107,6 +118,11 @@ func (cs *calls) apply(events []history.Event) error {
 					}
 				}
 				cs.list = kept
+				for name, c := range cs.futures {
+					if c.seq >= v.FromSeq {
+						delete(cs.futures, name)
+					}
+				}
 			}
 			cs.completed = false
 		case history.RunCompleted:
