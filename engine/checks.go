@@ -41,7 +41,7 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		return nil
 	}
 	switch c.Kind {
-	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait:
+	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait, frontend.CmdVersion:
 		if c.Name == "" {
 			return bad("names no durable call")
 		}
@@ -58,6 +58,10 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		}
 	case frontend.CmdSleep:
 		return inBounds("wake time", c.WakeAt)
+	case frontend.CmdVersion:
+		if c.Version < jobs.DefaultVersion {
+			return bad("version %d is below %d", c.Version, jobs.DefaultVersion)
+		}
 	case frontend.CmdWait:
 		if err := jobs.ValidIdentifier("event", c.Event); err != nil {
 			return bad("%s", err.(*jobs.Error).Message)
@@ -125,6 +129,15 @@ func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
 				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names %q twice", runID, c.Name)
 			}
 			seen[c.Name] = true
+		case frontend.CmdVersion:
+			// A change point is recorded once per run; its ids are their own namespace.
+			if seq, ok := l.names[versionKey(c.Name)]; ok {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: command %d: change point %q is already recorded (seq %d)", runID, i, c.Name, seq)
+			}
+			if seen[versionKey(c.Name)] {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names change point %q twice", runID, c.Name)
+			}
+			seen[versionKey(c.Name)] = true
 		case frontend.CmdFail:
 			if c.Attempt != l.attempt {
 				return jobs.Errorf(jobs.CodeBadRequest, "run %s: the failure is of attempt %d; the run is on attempt %d", runID, c.Attempt, l.attempt)

@@ -197,6 +197,8 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			} else {
 				m.State, m.ReadyAt = store.StateReady, now
 			}
+		case frontend.CmdVersion:
+			m.Events = append(m.Events, history.New(now, history.VersionMarked{ChangeID: c.Name, Version: c.Version}))
 		case frontend.CmdPublish, frontend.CmdEnqueue:
 			ev, err := effectEvent(req.RunID, c, now)
 			if err != nil {

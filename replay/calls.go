@@ -25,6 +25,8 @@ const (
 	// run's id.
 	kindPublish callKind = "publish"
 	kindEnqueue callKind = "enqueue"
+	// kindVersion is a change point (jobs.Version); version holds the recorded version.
+	kindVersion callKind = "version"
 )
 
 type waitState int
@@ -43,6 +45,8 @@ type call struct {
 	output []byte // step output or received event payload
 	event  string // wait: the event name
 	state  waitState
+	// version: the recorded version of a change point.
+	version int
 }
 
 func (c call) String() string {
@@ -107,6 +111,8 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.list = append(cs.list, call{kind: kindPublish, name: v.CallName, seq: e.Seq, output: []byte(v.EventID), state: done})
 		case history.ChildEnqueued:
 			cs.list = append(cs.list, call{kind: kindEnqueue, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
+		case history.VersionMarked:
+			cs.list = append(cs.list, call{kind: kindVersion, name: v.ChangeID, seq: e.Seq, version: v.Version, state: done})
 		case history.RunRetried:
 			if v.FromSeq > 0 {
 				// The operator re-runs from a step: the calls recorded from it on are discarded
@@ -149,7 +155,7 @@ func hasCall(k history.Kind) bool {
 	case history.KindRunStarted, history.KindStepCompleted, history.KindTimerStarted,
 		history.KindTimerFired, history.KindEventWaitStarted, history.KindEventReceived,
 		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted,
-		history.KindEventPublished, history.KindChildEnqueued:
+		history.KindEventPublished, history.KindChildEnqueued, history.KindVersionMarked:
 		return true
 	}
 	return false

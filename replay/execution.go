@@ -102,6 +102,8 @@ type Execution struct {
 	pmu      sync.Mutex
 	pend     []*pendingStep
 	claimed  map[string]bool // recorded parallel steps the body has started (body goroutine)
+	// versions are the change points reached so far (version.go; body goroutine).
+	versions map[string]int
 }
 
 type resumeMsg struct {
