@@ -330,6 +330,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, e
 	if err == nil {
 		e.metrics.cancelled(run)
 	}
+	e.cancelled(ctx, runID, run, err) // children.go: the parent hears of it, the children follow
 	return run, err
 }
 

@@ -106,6 +106,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, out.res.Err
 	}
 	e.settle(req.RunID, out.res.Appended)
+	if out.res.Run.State.Finished() {
+		e.childFinished(ctx, out.res.Run)
+	}
 	e.metrics.recorded(m, out.res.Run, arrived)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
@@ -196,6 +199,11 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 				m.Timers = append(m.Timers, store.Timer{Key: timerHand, DueAt: c.ReadyAt})
 			} else {
 				m.State, m.ReadyAt = store.StateReady, now
+			}
+		case frontend.CmdAwaitChild:
+			final = true
+			if err := e.awaitChildMutation(&m, req.RunID, c, now); err != nil {
+				return m, err
 			}
 		case frontend.CmdVersion:
 			m.Events = append(m.Events, history.New(now, history.VersionMarked{ChangeID: c.Name, Version: c.Version}))

@@ -97,6 +97,10 @@ const (
 	// CmdVersion records the version (Version) a change point (Name) takes; the run stays
 	// running.
 	CmdVersion CommandKind = "version"
+	// CmdAwaitChild suspends the run until its child run Effect.RunID finishes (Name is the
+	// durable call). A child already finished answers at once: the response ends with
+	// EventReceived and the run stays running.
+	CmdAwaitChild CommandKind = "await-child"
 )
 
 // Command is one thing a run's execution asks of the engine.

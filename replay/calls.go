@@ -27,6 +27,8 @@ const (
 	kindEnqueue callKind = "enqueue"
 	// kindVersion is a change point (jobs.Version); version holds the recorded version.
 	kindVersion callKind = "version"
+	// kindChild starts a child run (jobs.Job.StartChild); output holds its run id.
+	kindChild callKind = "child"
 )
 
 type waitState int
@@ -110,7 +112,11 @@ func (cs *calls) apply(events []history.Event) error {
 		case history.EventPublished:
 			cs.list = append(cs.list, call{kind: kindPublish, name: v.CallName, seq: e.Seq, output: []byte(v.EventID), state: done})
 		case history.ChildEnqueued:
-			cs.list = append(cs.list, call{kind: kindEnqueue, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
+			k := kindEnqueue
+			if v.Child {
+				k = kindChild
+			}
+			cs.list = append(cs.list, call{kind: k, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
 		case history.VersionMarked:
 			cs.list = append(cs.list, call{kind: kindVersion, name: v.ChangeID, seq: e.Seq, version: v.Version, state: done})
 		case history.RunRetried:
