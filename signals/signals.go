@@ -4,8 +4,8 @@
 package signals
 
 import (
-	"strings"
 	"context"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
