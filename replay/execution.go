@@ -290,7 +290,7 @@ func (e *Execution) begin(k callKind, name, event string) int {
 		return e.pos - 1
 	}
 	if e.rec == nil {
-		e.verdict(Outcome{Kind: EndOfHistory})
+		e.endOfHistory(call{kind: k, name: name, event: event})
 	}
 	e.pos++
 	return -1
@@ -475,4 +475,17 @@ func (e *Execution) indexOf(k callKind, name string) int {
 		}
 	}
 	return len(e.cs.list) - 1
+}
+
+// endOfHistory ends a check-mode execution at its first live call. A history that records the
+// run's completion has no live call left: the old code completed without this one, so the code
+// changed under it (X_REPLAY_DIVERGED), however the call was added (at the end, or as a
+// parallel step).
+func (e *Execution) endOfHistory(c call) {
+	if e.cs.completed {
+		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the history records the run's completion, the code now also calls %s",
+			e.cfg.Info.RunID, c)})
+	}
+	e.verdict(Outcome{Kind: EndOfHistory})
 }

@@ -48,7 +48,7 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		return p
 	}
 	if e.rec == nil {
-		e.verdict(Outcome{Kind: EndOfHistory})
+		e.endOfHistory(call{kind: kindStep, name: name})
 	}
 	if cause := e.aborted.Load(); cause != nil {
 		p.Settle(nil, 0, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message))
