@@ -55,13 +55,15 @@ var PrintLabel = jobs.MustDefine(LabelName,
 		return jobs.Step(c, "render", func(context.Context) (string, error) {
 			return fmt.Sprintf("https://labels.example/%s/%s.pdf", in.Carrier, in.OrderID), nil
 		})
-	})
+	},
+	jobs.Queue("labels"))
 
 // Shipping is the fan-out parent.
 var Shipping = jobs.MustDefine(ShippingName,
 	func(in ShipmentInput) string { return "ship:" + in.OrderID },
 	jobs.NoTenant[ShipmentInput](),
-	ship)
+	ship,
+	jobs.Queue("shipping"))
 
 func ship(c *jobs.Ctx, in ShipmentInput) (Shipment, error) {
 	carriers := []string{"fedex", "ups"}
