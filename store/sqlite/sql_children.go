@@ -8,3 +8,9 @@ ON CONFLICT (child_id) DO NOTHING`
 	sqlChildrenOf = `SELECT child_id, parent_id, name, detached, created_at FROM children WHERE parent_id = ?
 ORDER BY created_at, child_id`
 )
+
+// The write statements above are prepared with the others when the store opens (writeStatements
+// in sql.go).
+func init() {
+	writeStatements = append(writeStatements, sqlChildInsert, sqlChildGet)
+}
