@@ -72,6 +72,9 @@ const (
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
 	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
+	// Child runs.
+	CodeChildFailed Code = "X_CHILD_FAILED"
+	CodeNotChild    Code = "X_NOT_CHILD"
 )
 
 // CodeInfo is one row of the registry.
@@ -132,6 +135,8 @@ var codeTable = []CodeInfo{
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
+	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
+	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

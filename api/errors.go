@@ -43,6 +43,8 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeStepDuplicate:            http.StatusConflict,
 	jobs.CodeReplayDiverged:           http.StatusConflict,
 	jobs.CodeJobMaxAttempts:           http.StatusConflict,
+	jobs.CodeChildFailed:              http.StatusConflict,
+	jobs.CodeNotChild:                 http.StatusBadRequest,
 	jobs.CodeJobConcurrencyUnenforced: http.StatusConflict,
 	jobs.CodeBackfillApplied:          http.StatusConflict,
 	jobs.CodeBackfillEnvironment:      http.StatusConflict,

@@ -9,6 +9,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/wire"
+	"github.com/ultimat3/jobs/signals"
 )
 
 // Bounds of what a worker's command may ask. A worker computes these values from its own clock
@@ -41,7 +42,7 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		return nil
 	}
 	switch c.Kind {
-	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait:
+	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait, frontend.CmdVersion, frontend.CmdAwaitChild:
 		if c.Name == "" {
 			return bad("names no durable call")
 		}
@@ -58,9 +59,17 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		}
 	case frontend.CmdSleep:
 		return inBounds("wake time", c.WakeAt)
+	case frontend.CmdVersion:
+		if c.Version < jobs.DefaultVersion {
+			return bad("version %d is below %d", c.Version, jobs.DefaultVersion)
+		}
 	case frontend.CmdWait:
 		if err := jobs.ValidIdentifier("event", c.Event); err != nil {
 			return bad("%s", err.(*jobs.Error).Message)
+		}
+		if signals.Reserved(c.Event) {
+			// The engine's own events are awaited through their own commands (CmdAwaitChild).
+			return bad("event %q is the engine's own", c.Event)
 		}
 		if err := inBounds("timeout", c.TimeoutAt); err != nil {
 			return err
@@ -117,7 +126,7 @@ func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
 	seen := map[string]bool{}
 	for i, c := range cmds {
 		switch c.Kind {
-		case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait:
+		case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait, frontend.CmdAwaitChild:
 			if seq, ok := l.names[c.Name]; ok {
 				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: command %d (%s): the name %q is already recorded (seq %d); names are the replay key and must be unique in a run", runID, i, c.Kind, c.Name, seq)
 			}
@@ -125,6 +134,15 @@ func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
 				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names %q twice", runID, c.Name)
 			}
 			seen[c.Name] = true
+		case frontend.CmdVersion:
+			// A change point is recorded once per run; its ids are their own namespace.
+			if seq, ok := l.names[versionKey(c.Name)]; ok {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: command %d: change point %q is already recorded (seq %d)", runID, i, c.Name, seq)
+			}
+			if seen[versionKey(c.Name)] {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names change point %q twice", runID, c.Name)
+			}
+			seen[versionKey(c.Name)] = true
 		case frontend.CmdFail:
 			if c.Attempt != l.attempt {
 				return jobs.Errorf(jobs.CodeBadRequest, "run %s: the failure is of attempt %d; the run is on attempt %d", runID, c.Attempt, l.attempt)

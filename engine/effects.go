@@ -23,7 +23,7 @@ func callID(runID, name string) string { return "call:" + runID + "/" + name }
 func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (frontend.RecordRequest, error) {
 	checked := false
 	for i, c := range req.Commands {
-		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue {
+		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue && c.Kind != frontend.CmdAwaitChild {
 			continue
 		}
 		if c.Name == "" {
@@ -44,7 +44,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		if c.Effect != nil {
 			out = *c.Effect
 		}
-		out.EventID, out.RunID = "", ""
+		out.EventID, out.RunID, out.Outcome = "", "", nil
 		switch c.Kind {
 		case frontend.CmdPublish:
 			pub, err := e.signals.PublishID(ctx, id, c.Event, c.Output)
@@ -63,6 +63,20 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 				return req, err
 			}
 			out.RunID = res.RunID
+			if out.Child {
+				if err := e.linkChild(ctx, req.RunID, c.Name, res, out.Detached); err != nil {
+					return req, err
+				}
+			}
+		case frontend.CmdAwaitChild:
+			if c.Effect == nil || c.Effect.RunID == "" {
+				return req, jobs.Errorf(jobs.CodeBadRequest, "run %s: await %q names no child run", req.RunID, c.Name)
+			}
+			outcome, err := e.childOutcome(ctx, req.RunID, c.Effect.RunID)
+			if err != nil {
+				return req, err
+			}
+			out.RunID, out.Outcome = c.Effect.RunID, outcome
 		}
 		req.Commands[i].Effect = &out
 	}
@@ -95,7 +109,7 @@ func effectEvent(runID string, c frontend.Command, now time.Time) (history.Event
 		return history.New(now, history.EventPublished{CallName: c.Name, Event: c.Event, EventID: c.Effect.EventID}), nil
 	}
 	return history.New(now, history.ChildEnqueued{CallName: c.Name, Job: c.Effect.Job, Key: c.Effect.Key,
-		RunID: c.Effect.RunID}), nil
+		RunID: c.Effect.RunID, Child: c.Effect.Child, Detached: c.Effect.Child && c.Effect.Detached}), nil
 }
 
 // mustEncode encodes a value that cannot fail to encode (strings only), for a trace's detail.

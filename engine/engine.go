@@ -333,6 +333,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, e
 		e.metrics.cancelled(run)
 		e.settled(run.State)
 	}
+	e.cancelled(ctx, runID, run, err) // children.go: the parent hears of it, the children follow
 	return run, err
 }
 

@@ -45,6 +45,8 @@ type RunView struct {
 	// Waiting says why a ready or delayed run is not being claimed, when the manifest explains
 	// it: no worker declared its job, or none still alive does (manifest.go).
 	Waiting string `json:"waiting,omitempty"`
+	// Family links the run to its parent and children (children.go).
+	Family
 }
 
 // StepView is one durable call of a run's trace.
@@ -119,6 +121,9 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 		LastSeq: run.LastSeq, Steps: []StepView{}, Attempts: []AttemptView{}}
 	v.Input = renderJSON(run.Input)
 	v.Waiting = e.waitingReason(ctx, run)
+	if v.Family, err = e.family(ctx, id); err != nil {
+		return RunView{}, err
+	}
 	if run.State == store.StateCompleted {
 		v.Result = renderJSON(run.Result)
 	}
@@ -162,7 +167,11 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 		case history.EventPublished:
 			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "publish", Name: x.CallName, Status: "published", At: at, Ended: &at, Event: x.Event})
 		case history.ChildEnqueued:
-			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "enqueue", Name: x.CallName, Status: "enqueued", At: at, Ended: &at,
+			kind := "enqueue"
+			if x.Child {
+				kind = "child"
+			}
+			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: kind, Name: x.CallName, Status: "enqueued", At: at, Ended: &at,
 				Output: renderJSON(mustEncode(map[string]string{"job": x.Job, "key": x.Key, "runId": x.RunID}))})
 		case history.AttemptFailed:
 			a := AttemptView{Attempt: x.Attempt, Code: x.Code, Error: x.Error, Step: x.Step, Stop: x.Stop, At: at}

@@ -27,6 +27,11 @@ type ledger struct {
 	job     string // from RunStarted
 }
 
+// versionKey is a change point's key among a ledger's names. Change ids are their own namespace
+// (a step and a change point may share a name); the NUL byte, refused in every name, keeps the
+// two apart.
+func versionKey(id string) string { return "\x00version:" + id }
+
 func newLedger() *ledger { return &ledger{names: map[string]int64{}, attempt: 1} }
 
 // fold applies events in seq order; events at or before l.seq are skipped (a re-read and a
@@ -46,6 +51,8 @@ func (l *ledger) fold(events []history.Event) error {
 			l.job = p.(history.RunStarted).Job
 		case history.KindStepCompleted, history.KindTimerStarted, history.KindEventWaitStarted:
 			l.names[ev.Name] = ev.Seq
+		case history.KindVersionMarked:
+			l.names[versionKey(ev.Name)] = ev.Seq
 		case history.KindAttemptFailed:
 			p, err := ev.Decode()
 			if err != nil {

@@ -106,6 +106,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, out.res.Err
 	}
 	e.settle(req.RunID, out.res.Appended)
+	if out.res.Run.State.Finished() {
+		e.childFinished(ctx, out.res.Run)
+	}
 	e.metrics.recorded(m, out.res.Run, arrived)
 	e.settled(out.res.Run.State)
 	if len(m.Timers) > 0 {
@@ -146,7 +149,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			if c.Name == "" {
 				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: a step needs a name", req.RunID)
 			}
-			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output}))
+			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))
@@ -198,6 +201,13 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			} else {
 				m.State, m.ReadyAt = store.StateReady, now
 			}
+		case frontend.CmdAwaitChild:
+			final = true
+			if err := e.awaitChildMutation(&m, req.RunID, c, now); err != nil {
+				return m, err
+			}
+		case frontend.CmdVersion:
+			m.Events = append(m.Events, history.New(now, history.VersionMarked{ChangeID: c.Name, Version: c.Version}))
 		case frontend.CmdPublish, frontend.CmdEnqueue:
 			ev, err := effectEvent(req.RunID, c, now)
 			if err != nil {

@@ -127,9 +127,10 @@ func Registry() *jobs.Registry { return NewRegistry(Options{}) }
 
 // NewRegistry returns a registry of the examples configured by o.
 func NewRegistry(o Options) *jobs.Registry {
-	reg, err := jobs.NewRegistry(NewOnboarding(o.OnboardingSleep, o.PlanTimeout), NewOrderSaga(o.PaymentTimeout))
+	reg, err := jobs.NewRegistry(NewOnboarding(o.OnboardingSleep, o.PlanTimeout), NewOrderSaga(o.PaymentTimeout),
+		Shipping, PrintLabel)
 	if err != nil {
-		// The two names differ: a refusal here is a bug in this file.
+		// The names differ: a refusal here is a bug in this file.
 		panic(err)
 	}
 	return reg

@@ -15,8 +15,14 @@ type Effect struct {
 	NoTenant bool          `msgpack:"no_tenant,omitempty"`
 	Input    []byte        `msgpack:"input,omitempty"`
 	Delay    time.Duration `msgpack:"delay,omitempty"`
+	// Child makes the enqueued run a child of the recording run (jobs.Job.StartChild): linked
+	// to it, and cancelled with it unless Detached.
+	Child    bool `msgpack:"child,omitempty"`
+	Detached bool `msgpack:"detached,omitempty"`
 
 	// Set by the engine, whatever a worker sent: the published event's id, the enqueued run's id.
 	EventID string `msgpack:"event_id,omitempty"`
 	RunID   string `msgpack:"run_id,omitempty"`
+	// Outcome: CmdAwaitChild of a child that already finished, its jobs.ChildOutcome, encoded.
+	Outcome []byte `msgpack:"outcome,omitempty"`
 }

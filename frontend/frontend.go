@@ -94,6 +94,13 @@ const (
 	// CmdEnqueue enqueues a run of another job (Effect) as the durable call Name; the run stays
 	// running. See Effect.
 	CmdEnqueue CommandKind = "enqueue"
+	// CmdVersion records the version (Version) a change point (Name) takes; the run stays
+	// running.
+	CmdVersion CommandKind = "version"
+	// CmdAwaitChild suspends the run until its child run Effect.RunID finishes (Name is the
+	// durable call). A child already finished answers at once: the response ends with
+	// EventReceived and the run stays running.
+	CmdAwaitChild CommandKind = "await-child"
 )
 
 // Command is one thing a run's execution asks of the engine.
@@ -120,6 +127,10 @@ type Command struct {
 	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
 	// Publish and enqueue.
 	Effect *Effect `msgpack:"effect,omitempty"`
+	// Version: the version a change point records (CmdVersion).
+	Version int `msgpack:"version,omitempty"`
+	// Step: Parallel marks a step started with jobs.Go (see history.StepCompleted).
+	Parallel bool `msgpack:"parallel,omitempty"`
 }
 
 // RecordRequest carries one run's commands.

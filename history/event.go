@@ -33,6 +33,7 @@ const (
 	KindRunCancelled      Kind = "RunCancelled"
 	KindEventPublished    Kind = "EventPublished"
 	KindChildEnqueued     Kind = "ChildEnqueued"
+	KindVersionMarked     Kind = "VersionMarked"
 )
 
 // Event is one entry of a run's history. Seq is contiguous from 1 within a run. Name is the
@@ -68,6 +69,9 @@ type RunStarted struct {
 type StepCompleted struct {
 	StepName string `msgpack:"name"`
 	Output   []byte `msgpack:"output"`
+	// Parallel marks a step started with jobs.Go: replay matches it by name, not by position,
+	// because parallel steps are recorded in the order they finished.
+	Parallel bool `msgpack:"parallel,omitempty"`
 }
 
 // TimerStarted records a durable sleep and when it wakes.
@@ -173,6 +177,10 @@ type ChildEnqueued struct {
 	Job      string `msgpack:"job"`
 	Key      string `msgpack:"key"`
 	RunID    string `msgpack:"run_id"`
+	// Child marks a child run (Job.StartChild): linked to this run as its parent, cancelled
+	// with it unless Detached.
+	Child    bool `msgpack:"child,omitempty"`
+	Detached bool `msgpack:"detached,omitempty"`
 }
 
 func (RunStarted) Kind() Kind        { return KindRunStarted }
@@ -253,6 +261,8 @@ func (e Event) Decode() (Payload, error) {
 		p, err = decodeAs[EventPublished](e.Data)
 	case KindChildEnqueued:
 		p, err = decodeAs[ChildEnqueued](e.Data)
+	case KindVersionMarked:
+		p, err = decodeAs[VersionMarked](e.Data)
 	default:
 		return nil, fmt.Errorf("history: event %d has unknown kind %q", e.Seq, e.Kind)
 	}
@@ -273,6 +283,7 @@ var kinds = map[Kind]bool{
 	KindEventWaitStarted: true, KindEventReceived: true, KindEventWaitTimedOut: true,
 	KindAttemptFailed: true, KindRunBlocked: true, KindRunRetried: true, KindRunCompleted: true,
 	KindRunFailed: true, KindRunCancelled: true, KindEventPublished: true, KindChildEnqueued: true,
+	KindVersionMarked: true,
 }
 
 // Known reports whether k is a kind this version understands.

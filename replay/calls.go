@@ -25,6 +25,10 @@ const (
 	// run's id.
 	kindPublish callKind = "publish"
 	kindEnqueue callKind = "enqueue"
+	// kindVersion is a change point (jobs.Version); version holds the recorded version.
+	kindVersion callKind = "version"
+	// kindChild starts a child run (jobs.Job.StartChild); output holds its run id.
+	kindChild callKind = "child"
 )
 
 type waitState int
@@ -43,6 +47,8 @@ type call struct {
 	output []byte // step output or received event payload
 	event  string // wait: the event name
 	state  waitState
+	// version: the recorded version of a change point.
+	version int
 }
 
 func (c call) String() string {
@@ -55,7 +61,10 @@ func (c call) String() string {
 // calls is the fold of a history into its durable calls. It is built incrementally, so a
 // resumed execution adds only the events appended since it parked.
 type calls struct {
-	list    []call
+	list []call
+	// futures are the recorded parallel steps (jobs.Go), by name: they are matched by name, not
+	// by position, since they are recorded in the order they finished.
+	futures map[string]call
 	lastSeq int64
 	input   []byte
 	started *history.RunStarted
@@ -81,7 +90,15 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.started = &v
 			cs.input = v.Input
 		case history.StepCompleted:
-			cs.list = append(cs.list, call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done})
+			c := call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done}
+			if v.Parallel {
+				if cs.futures == nil {
+					cs.futures = map[string]call{}
+				}
+				cs.futures[v.StepName] = c
+				continue
+			}
+			cs.list = append(cs.list, c)
 		case history.TimerStarted:
 			cs.list = append(cs.list, call{kind: kindSleep, name: v.TimerName, seq: e.Seq})
 		case history.TimerFired:
@@ -95,7 +112,13 @@ func (cs *calls) apply(events []history.Event) error {
 		case history.EventPublished:
 			cs.list = append(cs.list, call{kind: kindPublish, name: v.CallName, seq: e.Seq, output: []byte(v.EventID), state: done})
 		case history.ChildEnqueued:
-			cs.list = append(cs.list, call{kind: kindEnqueue, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
+			k := kindEnqueue
+			if v.Child {
+				k = kindChild
+			}
+			cs.list = append(cs.list, call{kind: k, name: v.CallName, seq: e.Seq, output: []byte(v.RunID), state: done})
+		case history.VersionMarked:
+			cs.list = append(cs.list, call{kind: kindVersion, name: v.ChangeID, seq: e.Seq, version: v.Version, state: done})
 		case history.RunRetried:
 			if v.FromSeq > 0 {
 				// The operator re-runs from a step: the calls recorded from it on are discarded
@@ -107,6 +130,11 @@ func (cs *calls) apply(events []history.Event) error {
 					}
 				}
 				cs.list = kept
+				for name, c := range cs.futures {
+					if c.seq >= v.FromSeq {
+						delete(cs.futures, name)
+					}
+				}
 			}
 			cs.completed = false
 		case history.RunCompleted:
@@ -133,7 +161,7 @@ func hasCall(k history.Kind) bool {
 	case history.KindRunStarted, history.KindStepCompleted, history.KindTimerStarted,
 		history.KindTimerFired, history.KindEventWaitStarted, history.KindEventReceived,
 		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted,
-		history.KindEventPublished, history.KindChildEnqueued:
+		history.KindEventPublished, history.KindChildEnqueued, history.KindVersionMarked:
 		return true
 	}
 	return false

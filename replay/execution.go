@@ -93,6 +93,17 @@ type Execution struct {
 	// parked is the index of the call the body is parked on, or -1.
 	mu     sync.Mutex
 	parked int
+
+	// Parallel steps (parallel.go). recMu serialises the execution's records, the body's and
+	// its parallel steps', so each is built on the seq the one before it left; it also guards
+	// cs while parallel steps are in flight.
+	recMu    sync.Mutex
+	inflight sync.WaitGroup
+	pmu      sync.Mutex
+	pend     []*pendingStep
+	claimed  map[string]bool // recorded parallel steps the body has started (body goroutine)
+	// versions are the change points reached so far (version.go; body goroutine).
+	versions map[string]int
 }
 
 type resumeMsg struct {
@@ -141,11 +152,14 @@ func (e *Execution) run() {
 			return
 		}
 		if r := recover(); r != nil {
+			e.inflight.Wait()
 			e.finish(Outcome{Kind: Failed, Err: fmt.Errorf("job %s panicked: %v\n%s", e.cfg.Def.Name(), r, debug.Stack())})
 		}
 	}()
 	result, err := e.cfg.Def.Execute(e.ctx, e.cs.input)
 	returned = true
+	// Parallel steps still in flight record before the claim's last word.
+	e.inflight.Wait()
 	switch {
 	case err != nil:
 		e.finish(Outcome{Kind: Failed, Err: err, Step: e.failedStep})
@@ -154,6 +168,10 @@ func (e *Execution) run() {
 		e.finish(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
 			"run %s: the code returned after %d durable calls, but the history records %d; the next recorded call is %s (seq %d)",
 			e.cfg.Info.RunID, e.pos, len(e.cs.list), next, next.seq)})
+	case e.unclaimedFuture() != "":
+		e.finish(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the history records the parallel step %q, which the code no longer starts",
+			e.cfg.Info.RunID, e.unclaimedFuture())})
 	default:
 		e.finish(Outcome{Kind: Completed, Result: result})
 	}
@@ -251,6 +269,15 @@ func (e *Execution) begin(k callKind, name, event string) int {
 			e.cfg.Info.RunID, name)})
 	}
 	e.names[name] = true
+	if e.recordedFuture(name) {
+		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the history records %q as a parallel step (jobs.Go), the code now calls it as a %s",
+			e.cfg.Info.RunID, name, k)})
+	}
+	if k == kindSleep || k == kindWait {
+		// A suspension ends the claim: the parallel steps in flight record first.
+		e.inflight.Wait()
+	}
 	if e.pos < len(e.cs.list) {
 		rec := e.cs.list[e.pos]
 		if rec.kind != k || rec.name != name || (k == kindWait && rec.event != event) {
@@ -263,7 +290,7 @@ func (e *Execution) begin(k callKind, name, event string) int {
 		return e.pos - 1
 	}
 	if e.rec == nil {
-		e.verdict(Outcome{Kind: EndOfHistory})
+		e.endOfHistory(call{kind: k, name: name, event: event})
 	}
 	e.pos++
 	return -1
@@ -277,6 +304,13 @@ func (e *Execution) undo(name string) {
 }
 
 func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, error) {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	return e.recordLocked(cmds)
+}
+
+// recordLocked is record with recMu held.
+func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordResponse, error) {
 	if cause := e.aborted.Load(); cause != nil {
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
 	}
@@ -298,6 +332,7 @@ func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, er
 
 // suspend reports the suspension and parks (or unwinds) the body until its call at idx settles.
 func (e *Execution) suspend(idx int) call {
+	e.inflight.Wait()
 	park := e.cfg.Park
 	e.mu.Lock()
 	if park {
@@ -440,4 +475,17 @@ func (e *Execution) indexOf(k callKind, name string) int {
 		}
 	}
 	return len(e.cs.list) - 1
+}
+
+// endOfHistory ends a check-mode execution at its first live call. A history that records the
+// run's completion has no live call left: the old code completed without this one, so the code
+// changed under it (X_REPLAY_DIVERGED), however the call was added (at the end, or as a
+// parallel step).
+func (e *Execution) endOfHistory(c call) {
+	if e.cs.completed {
+		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the history records the run's completion, the code now also calls %s",
+			e.cfg.Info.RunID, c)})
+	}
+	e.verdict(Outcome{Kind: EndOfHistory})
 }

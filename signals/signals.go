@@ -5,6 +5,7 @@ package signals
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
@@ -58,6 +59,21 @@ func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Pub
 // id for the lookback window and a second publish of a kept id is a no-op, so a caller that may
 // send one publish twice (a run's durable publish, retried) names it.
 func (s *Service) PublishID(ctx context.Context, id, name string, payload []byte) (Published, error) {
+	if Reserved(name) {
+		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
+	}
+	return s.PublishSystem(ctx, id, name, payload)
+}
+
+// ReservedPrefix starts the names of the events only the engine publishes (jobs.ChildEvent): a
+// client or a run cannot forge a child's outcome.
+const ReservedPrefix = "jobs:"
+
+// Reserved reports whether an event name is the engine's own.
+func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
+
+// PublishSystem is PublishID without the reserved-name check: for the engine's own events.
+func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []byte) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}

@@ -353,6 +353,7 @@ type Store interface {
 	Close() error
 
 	Deduper
+	Children // parent and child runs (children.go)
 }
 
 // Signal is a notification from another process sharing the store.

@@ -395,6 +395,9 @@ func newHistoryCmd() *cobra.Command {
 			if err != nil {
 				return jobs.Wrap(jobs.CodeEncoding, err, "read the dump")
 			}
+			if v, err := c.GetRun(cmd.Context(), args[0]); err == nil {
+				printFamily(out, v)
+			}
 			return history.Table(out, events)
 		},
 	}

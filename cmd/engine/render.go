@@ -159,6 +159,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		enq += " by " + v.EnqueuedBy
 	}
 	row("Enqueued", enq)
+	if v.Parent != nil {
+		row("Parent", fmt.Sprintf("%s (%s, %s) via %q", v.Parent.ParentID, v.Parent.Job, v.Parent.State, v.Parent.Name))
+	}
 	row("Updated", when(now, v.UpdatedAt))
 	if v.FinishedAt != nil {
 		row("Finished", whenPtr(now, v.FinishedAt))
@@ -184,6 +187,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		return err
 	}
 
+	if err := printChildren(w, now, v.Children); err != nil {
+		return err
+	}
 	fmt.Fprintln(w, "\nSteps")
 	if len(v.Steps) == 0 {
 		fmt.Fprintln(w, "  none yet")

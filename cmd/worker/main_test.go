@@ -27,7 +27,7 @@ func TestParseQueues(t *testing.T) {
 	t.Parallel()
 	reg := examples.Registry()
 	got, err := parseQueues("", 7, reg)
-	if err != nil || len(got) != 2 || got["default"] != 7 || got["orders"] != 7 {
+	if err != nil || len(got) != 4 || got["default"] != 7 || got["orders"] != 7 || got["shipping"] != 7 || got["labels"] != 7 {
 		t.Fatalf("default queues = %v, %v", got, err)
 	}
 	got, err = parseQueues("orders=20, default", 3, reg)

@@ -59,6 +59,8 @@ type Store struct {
 	ledger backfillLedger
 	// dedupe maps a request's dedupe id to the run it created (see dedupe.go).
 	dedupe map[string]dedupeRec
+	// children maps a child run's id to its link to its parent (see children.go).
+	children map[string]store.ChildLink
 }
 
 type jobKey struct{ job, key string }

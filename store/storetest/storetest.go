@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Dedupe", dedupeTests},
 		{"Search", searchTests},
 		{"Bulk", bulkTests},
+		{"Children", childTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Child runs (jobs.Job.StartChild). The child is an ordinary run, created by the parent's
+// durable enqueue (effects.go) and linked to it in the store. A parent that waits for it
+// registers an ordinary event wait for the engine's own event jobs.ChildEvent, matched on the
+// child's run id; the engine publishes that event when the child finishes. The event machinery
+// is what makes the wait durable, race-free and workerless: the publish and the wait's
+// registration are serialised by the store, and a child that finished just before the wait was
+// registered is found in the lookback window. A child that finished longer ago is answered from
+// its row before the wait is registered (childOutcome).
+
+// enqueuedByRun is the EnqueuedBy of a run enqueued by the durable call of another run.
+const enqueuedByRun = "run:"
+
+// linkChild links the run an enqueue returned to the parent. A run the enqueue found live under
+// its key, started by someone else, is not the parent's to link (it would be cancelled with a
+// parent it never had): only a run this parent enqueued is linked.
+func (e *Engine) linkChild(ctx context.Context, parentID, name string, res jobs.EnqueueResult, detached bool) error {
+	if res.RunID == "" {
+		return nil // staged in a transaction: there is no run to link (not reached from a run)
+	}
+	if res.Deduped {
+		child, err := e.store.RunGet(ctx, res.RunID)
+		if err != nil {
+			return err
+		}
+		if child.EnqueuedBy != enqueuedByRun+parentID {
+			return nil
+		}
+	}
+	_, err := e.store.ChildLinkAdd(ctx, store.ChildLink{ParentID: parentID, ChildID: res.RunID, Name: name,
+		Detached: detached, CreatedAt: e.clock.Now()})
+	return err
+}
+
+// childOutcome checks that childID is the parent's child and returns its outcome, encoded, when
+// it already finished; nil when it is still on its way.
+func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]byte, error) {
+	l, ok, err := e.store.ParentOf(ctx, childID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || l.ParentID != parentID {
+		return nil, jobs.Errorf(jobs.CodeNotChild, "run %s: run %s is not its child", parentID, childID)
+	}
+	child, err := e.store.RunGet(ctx, childID)
+	if err != nil {
+		return nil, err
+	}
+	if !child.State.Finished() {
+		return nil, nil
+	}
+	return encodeOutcome(child)
+}
+
+func encodeOutcome(r store.Run) ([]byte, error) {
+	o := jobs.ChildOutcome{RunID: r.ID, State: string(r.State), Code: r.ErrorCode, Error: r.Error}
+	if r.State == store.StateCompleted {
+		o.Result = r.Result
+	}
+	return jobs.Encode(o)
+}
+
+// childMatch is the wait's match on the child's run id, in the canonical form events carry.
+func childMatch(childID string) ([]string, error) {
+	return history.MatchKeys(map[string]any{"run_id": childID})
+}
+
+// awaitChildMutation builds the events and transition of CmdAwaitChild (its Effect carried out
+// by effects): the wait, and either the outcome at once or a suspension with no timeout.
+func (e *Engine) awaitChildMutation(m *store.Mutation, runID string, c frontend.Command, now time.Time) error {
+	if c.Effect == nil || c.Effect.RunID == "" {
+		return jobs.Errorf(jobs.CodeInvariant, "run %s: await %q was not carried out", runID, c.Name)
+	}
+	match, err := childMatch(c.Effect.RunID)
+	if err != nil {
+		return jobs.Wrap(jobs.CodeEncoding, err, "run %s: await %q", runID, c.Name)
+	}
+	m.Events = append(m.Events, history.New(now, history.EventWaitStarted{WaitName: c.Name, Event: jobs.ChildEvent, Match: match}))
+	if c.Effect.Outcome != nil {
+		m.Events = append(m.Events, history.New(now, history.EventReceived{WaitName: c.Name,
+			EventID: childEventID(c.Effect.RunID, "row"), Payload: c.Effect.Outcome}))
+		return nil
+	}
+	m.State, m.Sticky = store.StateSuspended, c.Sticky
+	m.Wait = &store.Wait{Name: c.Name, Event: jobs.ChildEvent, Match: match, LookbackFrom: now.Add(-e.cfg.Lookback)}
+	return nil
+}
+
+func childEventID(childID, tag string) string { return "child:" + childID + "/" + tag }
+
+// childFinished tells a finished run's parent, if it has one, how it finished: a parent waiting
+// for it wakes with the outcome. The event id names the child and its history's seq, so telling
+// twice is one event, and a child retried and finished again tells again. A failure is logged,
+// not returned: the child's own record committed, and its parent is answered from the child's
+// row if it waits later (childOutcome).
+func (e *Engine) childFinished(ctx context.Context, r store.Run) {
+	if !strings.HasPrefix(r.EnqueuedBy, enqueuedByRun) {
+		return // not enqueued by a run: no parent, and no store read on the common path
+	}
+	ctx = context.WithoutCancel(ctx)
+	if _, ok, err := e.store.ParentOf(ctx, r.ID); err != nil || !ok {
+		if err != nil {
+			e.log.Warn("jobs.child.notify-failed", "run", r.ID, "err", err)
+		}
+		return
+	}
+	payload, err := encodeOutcome(r)
+	if err == nil {
+		_, err = e.signals.PublishSystem(ctx, childEventID(r.ID, fmt.Sprint(r.LastSeq)), jobs.ChildEvent, payload)
+	}
+	if err != nil {
+		e.log.Warn("jobs.child.notify-failed", "run", r.ID, "err", err)
+	}
+}
+
+// cancelled follows a cancel: the cancelled run's parent hears of it, and its children that are
+// not detached are cancelled too (their own children after them). A cancel of a run already
+// cancelled cascades again, so an operator can finish a cascade an outage cut short.
+func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err error) {
+	switch {
+	case err == nil:
+		e.childFinished(ctx, run)
+	case jobs.HasCode(err, jobs.CodeJobNotCancellable):
+		r, gerr := e.store.RunGet(ctx, runID)
+		if gerr != nil || r.State != store.StateCancelled {
+			return
+		}
+	default:
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	kids, lerr := e.store.ChildrenOf(ctx, runID)
+	if lerr != nil {
+		e.log.Warn("jobs.child.cancel-failed", "run", runID, "err", lerr)
+		return
+	}
+	for _, k := range kids {
+		if k.Detached {
+			continue
+		}
+		child, gerr := e.store.RunGet(ctx, k.ChildID)
+		if gerr != nil || child.State.Finished() {
+			continue
+		}
+		if _, cerr := e.Cancel(ctx, k.ChildID, "parent "+runID+" was cancelled"); cerr != nil && !jobs.HasCode(cerr, jobs.CodeJobNotCancellable) {
+			e.log.Warn("jobs.child.cancel-failed", "run", k.ChildID, "parent", runID, "err", cerr)
+		}
+	}
+}
+
+// Family is a run's place among runs: its parent's link and its children's.
+type Family struct {
+	Parent   *ChildView  `json:"parent,omitempty"`
+	Children []ChildView `json:"children,omitempty"`
+}
+
+// ChildView is one parent–child link as the inspect surfaces show it.
+type ChildView struct {
+	ParentID  string      `json:"parentId"`
+	RunID     string      `json:"runId"`
+	Name      string      `json:"name"`
+	Detached  bool        `json:"detached,omitempty"`
+	Job       string      `json:"job,omitempty"`
+	State     store.State `json:"state,omitempty"`
+	CreatedAt time.Time   `json:"createdAt"`
+}
+
+// family reads a run's links; the children's job and state come from their rows.
+func (e *Engine) family(ctx context.Context, runID string) (Family, error) {
+	var f Family
+	l, ok, err := e.store.ParentOf(ctx, runID)
+	if err != nil {
+		return f, err
+	}
+	if ok {
+		v := ChildView{ParentID: l.ParentID, RunID: l.ChildID, Name: l.Name, Detached: l.Detached, CreatedAt: l.CreatedAt}
+		if p, err := e.store.RunGet(ctx, l.ParentID); err == nil {
+			v.Job, v.State = p.Job, p.State
+		}
+		f.Parent = &v
+	}
+	kids, err := e.store.ChildrenOf(ctx, runID)
+	if err != nil {
+		return f, err
+	}
+	for _, k := range kids {
+		v := ChildView{ParentID: k.ParentID, RunID: k.ChildID, Name: k.Name, Detached: k.Detached, CreatedAt: k.CreatedAt}
+		if c, err := e.store.RunGet(ctx, k.ChildID); err == nil {
+			v.Job, v.State = c.Job, c.State
+		}
+		f.Children = append(f.Children, v)
+	}
+	return f, nil
+}

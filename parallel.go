@@ -1,0 +1,207 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Parallel steps: several durable steps of one run in flight at once. Each is a Step in every
+// respect but one: its result is matched on replay by its name, not by its position among the
+// run's durable calls, because steps that run side by side finish (and are recorded) in whatever
+// order they finish. Go starts one; Await, AwaitAll and AwaitFirst wait for them.
+//
+//	a := jobs.Go(c, "quote:fedex", quoteFedex)
+//	b := jobs.Go(c, "quote:ups", quoteUPS)
+//	if err := jobs.AwaitAll(c, a, b); err != nil { … }
+//	fedex, _ := a.Await(c)
+//
+// A run never suspends (sleeps, waits) or returns with a parallel step still in flight: the
+// suspension or the return waits for it to settle first, so its result is recorded while the
+// run still holds its claim.
+
+// Promise is a parallel step's outcome as a runtime delivers it: settled once, with the
+// recorded output and the seq that recorded it, or with the step's error. It is for runtimes,
+// not for job code (which uses Future).
+type Promise struct {
+	once sync.Once
+	done chan struct{}
+	out  []byte
+	seq  int64
+	err  error
+}
+
+// NewPromise returns an unsettled promise.
+func NewPromise() *Promise { return &Promise{done: make(chan struct{})} }
+
+// Settle settles the promise; only the first call counts.
+func (p *Promise) Settle(out []byte, seq int64, err error) {
+	p.once.Do(func() {
+		p.out, p.seq, p.err = out, seq, err
+		close(p.done)
+	})
+}
+
+// Done is closed when the promise is settled.
+func (p *Promise) Done() <-chan struct{} { return p.done }
+
+// Outcome returns the settled outcome; call it after Done.
+func (p *Promise) Outcome() (out []byte, seq int64, err error) { return p.out, p.seq, p.err }
+
+// Parallel is implemented by runtimes that can run durable steps side by side (the worker's
+// replay runtime).
+type Parallel interface {
+	// Go returns a settled promise for a recorded parallel step named name, or runs fn on its
+	// own goroutine and records its output when it returns.
+	Go(c *Ctx, name string, fn func(context.Context) ([]byte, error)) *Promise
+}
+
+// Future is a parallel step started by Go.
+type Future[T any] struct {
+	name string
+	p    *Promise
+	live T
+	ran  bool
+}
+
+// Go starts the durable step name running fn beside the body, and returns at once. Like Step it
+// runs fn once ever per run and records its result; names are shared with every other durable
+// call of the run and must be unique (X_STEP_DUPLICATE). A recorded step is not run again: its
+// Future is settled from the history at once, whatever order the steps finished in.
+func Go[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) *Future[T] {
+	f := &Future[T]{name: name}
+	par, ok := c.rt.(Parallel)
+	if !ok {
+		f.p = NewPromise()
+		f.p.Settle(nil, 0, Errorf(CodeInvariant, "step %q: this runtime cannot run steps in parallel", name))
+		return f
+	}
+	f.p = par.Go(c, name, func(ctx context.Context) ([]byte, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := Encode(v)
+		if err != nil {
+			return nil, err
+		}
+		// Written before the promise is settled (which happens after the record), read after
+		// Done: the channel orders them.
+		f.live, f.ran = v, true
+		return enc, nil
+	})
+	return f
+}
+
+// Name is the step's durable name.
+func (f *Future[T]) Name() string { return f.name }
+
+// Await waits for the step and returns its result, or its error. A failed step was not recorded
+// (a retried or replayed run runs it again, as a failed Step would); the other steps keep their
+// results. Await may be called any number of times.
+func (f *Future[T]) Await(c *Ctx) (T, error) {
+	var zero T
+	if err := wait(c, f.p); err != nil {
+		return zero, err
+	}
+	out, _, err := f.p.Outcome()
+	if err != nil {
+		return zero, err
+	}
+	if f.ran {
+		return f.live, nil
+	}
+	var v T
+	if err := Decode(out, &v); err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+func (f *Future[T]) promise() *Promise { return f.p }
+
+// Awaitable is a Future of any type, for AwaitAll and AwaitFirst.
+type Awaitable interface {
+	Name() string
+	promise() *Promise
+}
+
+func wait(c *Ctx, p *Promise) error {
+	select {
+	case <-p.Done():
+		return nil
+	case <-c.Done():
+		return c.Err()
+	}
+}
+
+// AwaitAll waits for every future to settle and returns nil when all succeeded, else their
+// errors joined, in argument order. The values are read with each future's Await.
+func AwaitAll(c *Ctx, fs ...Awaitable) error {
+	var errs []error
+	for _, f := range fs {
+		if err := wait(c, f.promise()); err != nil {
+			return err
+		}
+		if _, _, err := f.promise().Outcome(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AwaitFirst waits until one of the futures has succeeded and returns its index. "First" is by
+// the order the results were recorded in, so a replay returns the same future the live run did,
+// even when all of them are already settled. A failure does not end the wait while another
+// future may still succeed; when every one fails, it returns -1 and their errors joined.
+func AwaitFirst(c *Ctx, fs ...Awaitable) (int, error) {
+	if len(fs) == 0 {
+		return -1, Errorf(CodeBadRequest, "AwaitFirst needs at least one future")
+	}
+	for {
+		best, bestSeq, pending := -1, int64(0), 0
+		var errs []error
+		for i, f := range fs {
+			p := f.promise()
+			select {
+			case <-p.Done():
+				_, seq, err := p.Outcome()
+				if err != nil {
+					errs = append(errs, err)
+				} else if best < 0 || seq < bestSeq {
+					best, bestSeq = i, seq
+				}
+			default:
+				pending++
+			}
+		}
+		if best >= 0 {
+			return best, nil
+		}
+		if pending == 0 {
+			return -1, errors.Join(errs...)
+		}
+		// Wait for any one to settle, then look again.
+		settled := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		for _, f := range fs {
+			go func(p *Promise) {
+				select {
+				case <-p.Done():
+					select {
+					case settled <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}(f.promise())
+		}
+		select {
+		case <-settled:
+		case <-c.Done():
+			close(stop)
+			return -1, c.Err()
+		}
+		close(stop)
+	}
+}

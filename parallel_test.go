@@ -1,0 +1,220 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/replay"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// Three parallel steps finish in the reverse of the order they were started, a fourth fails on
+// its first try; the run then sleeps without parking, so the wake-up replays the whole body: each
+// recorded step is served back by name (none runs twice), AwaitFirst names the same step live and
+// on replay (the first recorded), and the failed step, handled by the body, runs again.
+func TestParallelStepsReplayInAnyCompletionOrder(t *testing.T) {
+	t.Parallel()
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			env := testenv.Start(t, testenv.Options{Store: b.Open(t)})
+			release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
+			var mu sync.Mutex
+			runs := map[string]int{}
+			var firsts []int
+			var flaky atomic.Int32
+			step := func(name string) func(context.Context) (string, error) {
+				return func(ctx context.Context) (string, error) {
+					mu.Lock()
+					runs[name]++
+					mu.Unlock()
+					select {
+					case <-release[name]:
+					case <-ctx.Done():
+						return "", ctx.Err()
+					}
+					return "out:" + name, nil
+				}
+			}
+			fan := jobs.MustDefine("fan", func(in string) string { return in }, jobs.NoTenant[string](),
+				func(c *jobs.Ctx, in string) ([]string, error) {
+					a := jobs.Go(c, "a", step("a"))
+					b := jobs.Go(c, "b", step("b"))
+					cc := jobs.Go(c, "c", step("c"))
+					d := jobs.Go(c, "d", func(context.Context) (int, error) {
+						if flaky.Add(1) == 1 {
+							return 0, errors.New("d is down")
+						}
+						return 4, nil
+					})
+					first, err := jobs.AwaitFirst(c, a, b, cc)
+					if err != nil {
+						return nil, err
+					}
+					mu.Lock()
+					firsts = append(firsts, first)
+					mu.Unlock()
+					if err := jobs.AwaitAll(c, a, b, cc); err != nil {
+						return nil, err
+					}
+					dv, derr := d.Await(c)
+					if derr != nil {
+						dv = -1 // the caller's to handle: the other steps keep their results
+					}
+					if err := jobs.SleepFor(c, time.Hour); err != nil {
+						return nil, err
+					}
+					av, _ := a.Await(c)
+					bv, _ := b.Await(c)
+					cv, _ := cc.Await(c)
+					// The live attempt saw d fail; the replay after the sleep ran it again.
+					return []string{av, bv, cv, map[bool]string{true: "d-failed", false: "d-ok"}[dv < 0]}, nil
+				})
+			env.Worker(worker.Config{StickyRuns: -1}, fan)
+			res, err := fan.Enqueue(t.Context(), env.Engine, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitStep := func(name string) {
+				deadline := time.Now().Add(20 * time.Second)
+				for time.Now().Before(deadline) {
+					for _, ev := range env.History(res.RunID) {
+						if ev.Kind == history.KindStepCompleted && ev.Name == name {
+							return
+						}
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				t.Fatalf("step %s was never recorded", name)
+			}
+			for _, n := range []string{"c", "b", "a"} {
+				close(release[n])
+				waitStep(n)
+			}
+			env.Await(res.RunID, store.StateSuspended)
+			env.Advance(time.Hour)
+			run := env.Await(res.RunID, store.StateCompleted)
+
+			var out []string
+			if err := jobs.Decode(run.Result, &out); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"out:a", "out:b", "out:c", "d-ok"}; !equal(out, want) {
+				t.Errorf("result %v, want %v", out, want)
+			}
+			mu.Lock()
+			if runs["a"] != 1 || runs["b"] != 1 || runs["c"] != 1 {
+				t.Errorf("steps ran %v times; each recorded step must run once ever", runs)
+			}
+			if len(firsts) != 2 || firsts[0] != 2 || firsts[1] != 2 {
+				t.Errorf("AwaitFirst returned %v live then on replay; want the first recorded (c, index 2) both times", firsts)
+			}
+			mu.Unlock()
+			var order []string
+			for _, ev := range env.History(res.RunID) {
+				if ev.Kind != history.KindStepCompleted {
+					continue
+				}
+				p, _ := ev.Decode()
+				if !p.(history.StepCompleted).Parallel {
+					t.Errorf("step %s is not marked parallel", ev.Name)
+				}
+				order = append(order, ev.Name)
+			}
+			// d failed on the live attempt (not recorded) and ran again on the replay after the sleep.
+			if want := []string{"c", "b", "a", "d"}; !equal(order, want) {
+				t.Errorf("recorded steps %v, want completion order %v", order, want)
+			}
+		})
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The rules a sequential step keeps hold for parallel ones on replay: a recorded parallel step
+// the code no longer starts, or now calls as a sequential step, is X_REPLAY_DIVERGED; a name
+// used twice is X_STEP_DUPLICATE.
+func TestParallelStepsReplayRules(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	events := []history.Event{
+		history.New(at, history.RunStarted{Job: "p", Queue: jobs.DefaultQueue, Input: mustEnc(t, "k"), Key: "k", NoTenant: true}),
+		history.New(at, history.StepCompleted{StepName: "y", Output: mustEnc(t, 2), Parallel: true}),
+		history.New(at, history.StepCompleted{StepName: "x", Output: mustEnc(t, 1), Parallel: true}),
+		history.New(at, history.RunCompleted{}),
+	}
+	for i := range events {
+		events[i].Seq = int64(i + 1)
+	}
+	def := func(body func(c *jobs.Ctx) (int, error)) jobs.Definition {
+		return jobs.MustDefine("p", func(string) string { return "k" }, jobs.NoTenant[string](),
+			func(c *jobs.Ctx, _ string) (int, error) { return body(c) })
+	}
+	never := func(context.Context) (int, error) { return 0, errors.New("a recorded step ran") }
+	cases := []struct {
+		name string
+		body func(c *jobs.Ctx) (int, error)
+		want jobs.Code
+	}{
+		{"same code, any await order", func(c *jobs.Ctx) (int, error) {
+			x, y := jobs.Go(c, "x", never), jobs.Go(c, "y", never)
+			yv, err := y.Await(c)
+			if err != nil {
+				return 0, err
+			}
+			xv, err := x.Await(c)
+			if xv != 1 || yv != 2 {
+				return 0, jobs.Errorf(jobs.CodeEncoding, "x=%d y=%d", xv, yv)
+			}
+			return xv + yv, err
+		}, ""},
+		{"a parallel step dropped", func(c *jobs.Ctx) (int, error) {
+			return jobs.Go(c, "x", never).Await(c)
+		}, jobs.CodeReplayDiverged},
+		{"a parallel step made sequential", func(c *jobs.Ctx) (int, error) {
+			jobs.Go(c, "x", never)
+			return jobs.Step(c, "y", never)
+		}, jobs.CodeReplayDiverged},
+		{"a name used twice", func(c *jobs.Ctx) (int, error) {
+			jobs.Go(c, "x", never)
+			jobs.Go(c, "x", never)
+			return 0, nil
+		}, jobs.CodeStepDuplicate},
+	}
+	for _, tc := range cases {
+		err := replay.Check(t.Context(), def(tc.body), events)
+		if tc.want == "" && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if tc.want != "" && !jobs.HasCode(err, tc.want) {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+func mustEnc(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := jobs.Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

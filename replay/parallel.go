@@ -1,0 +1,126 @@
+package replay
+
+import (
+	"context"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+)
+
+// Parallel steps (jobs.Go). A recorded one is served from the history by name, so the order the
+// steps finished in (the order of their StepCompleted events) does not matter on replay. A live
+// one runs on its own goroutine and records as it finishes; records are serialised per execution
+// (recMu), each built on the seq the previous one left, so the engine's after_seq check holds,
+// and steps that finish while a record is in flight share the next record (pendingStep).
+
+var _ jobs.Parallel = (*runtimeImpl)(nil)
+
+type pendingStep struct {
+	cmd  frontend.Command
+	done chan stepRecorded
+}
+
+type stepRecorded struct {
+	seq int64
+	err error
+}
+
+// Go implements jobs.Parallel.
+func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) *jobs.Promise {
+	e := (*Execution)(r)
+	p := jobs.NewPromise()
+	if e.names[name] {
+		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeStepDuplicate,
+			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
+			e.cfg.Info.RunID, name)})
+	}
+	e.names[name] = true
+	if e.claimed == nil {
+		e.claimed = map[string]bool{}
+	}
+	e.claimed[name] = true
+	e.recMu.Lock()
+	rec, ok := e.cs.futures[name]
+	e.recMu.Unlock()
+	if ok {
+		p.Settle(rec.output, rec.seq, nil)
+		return p
+	}
+	if e.rec == nil {
+		e.endOfHistory(call{kind: kindStep, name: name})
+	}
+	if cause := e.aborted.Load(); cause != nil {
+		p.Settle(nil, 0, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message))
+		return p
+	}
+	e.inflight.Add(1)
+	go func() {
+		defer e.inflight.Done()
+		out, err := e.runStep(c, name, fn)
+		var seq int64
+		if err == nil {
+			seq, err = e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true})
+		}
+		if err != nil {
+			out = nil
+		}
+		p.Settle(out, seq, err)
+	}()
+	return p
+}
+
+// recordParallel records one finished parallel step, together with any others that finished
+// meanwhile, and returns the seq that recorded it.
+func (e *Execution) recordParallel(cmd frontend.Command) (int64, error) {
+	ps := &pendingStep{cmd: cmd, done: make(chan stepRecorded, 1)}
+	e.pmu.Lock()
+	e.pend = append(e.pend, ps)
+	e.pmu.Unlock()
+	// Whoever holds recMu next sends everything pending, this step included unless an earlier
+	// holder already took it.
+	e.recMu.Lock()
+	e.pmu.Lock()
+	batch := e.pend
+	e.pend = nil
+	e.pmu.Unlock()
+	if len(batch) > 0 {
+		cmds := make([]frontend.Command, len(batch))
+		for i, b := range batch {
+			cmds[i] = b.cmd
+		}
+		resp, err := e.recordLocked(cmds)
+		seqs := map[string]int64{}
+		for _, ev := range resp.Appended {
+			if ev.Kind == history.KindStepCompleted {
+				seqs[ev.Name] = ev.Seq
+			}
+		}
+		for _, b := range batch {
+			b.done <- stepRecorded{seq: seqs[b.cmd.Name], err: err}
+		}
+	}
+	e.recMu.Unlock()
+	r := <-ps.done
+	return r.seq, r.err
+}
+
+// recordedFuture reports whether the history records name as a parallel step.
+func (e *Execution) recordedFuture(name string) bool {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	_, ok := e.cs.futures[name]
+	return ok
+}
+
+// unclaimedFuture returns a recorded parallel step the body never started, or "".
+func (e *Execution) unclaimedFuture() string {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	for name := range e.cs.futures {
+		if !e.claimed[name] {
+			return name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+package replay_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/replay"
+)
+
+// gateRecorder answers records as an engine would (each event the next seq), holding the first
+// one until released, and remembers every record's after_seq and commands.
+type gateRecorder struct {
+	mu      sync.Mutex
+	seq     int64
+	records [][]frontend.Command
+	after   []int64
+	first   chan struct{}
+	entered chan struct{}
+}
+
+func (g *gateRecorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
+	g.mu.Lock()
+	n := len(g.records)
+	g.records = append(g.records, cmds)
+	g.after = append(g.after, g.seq)
+	g.mu.Unlock()
+	if n == 0 {
+		close(g.entered)
+		<-g.first
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var resp frontend.RecordResponse
+	for _, c := range cmds {
+		g.seq++
+		ev := history.New(time.Now(), history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel})
+		ev.Seq = g.seq
+		resp.Appended = append(resp.Appended, ev)
+	}
+	resp.LastSeq = g.seq
+	return resp, nil
+}
+
+// Parallel steps that finish while a record is in flight share the next record, and each
+// record is built on the seq the one before it left (the engine's after_seq check).
+func TestParallelStepsShareRecordsInFlight(t *testing.T) {
+	t.Parallel()
+	input, _ := jobs.Encode("x")
+	started := history.New(time.Now(), history.RunStarted{Job: "fan", Queue: jobs.DefaultQueue, Input: input, Key: "x", NoTenant: true})
+	started.Seq = 1
+	g := &gateRecorder{seq: 1, first: make(chan struct{}), entered: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	def := jobs.MustDefine("fan", func(in string) string { return in }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, in string) (int, error) {
+			step := func(n int) func(context.Context) (int, error) {
+				return func(context.Context) (int, error) { wg.Done(); return n, nil }
+			}
+			a, b, d := jobs.Go(c, "a", step(1)), jobs.Go(c, "b", step(2)), jobs.Go(c, "c", step(3))
+			if err := jobs.AwaitAll(c, a, b, d); err != nil {
+				return 0, err
+			}
+			av, _ := a.Await(c)
+			bv, _ := b.Await(c)
+			dv, _ := d.Await(c)
+			return av + bv + dv, nil
+		})
+	ex, out, err := replay.Start(t.Context(), replay.Config{Def: def, Info: jobs.RunInfo{RunID: "r", Job: "fan", Attempt: 1}, Recorder: g}, []history.Event{started})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // one record is in flight
+	wg.Wait()   // every step has returned
+	time.Sleep(20 * time.Millisecond)
+	close(g.first)
+	o := <-out
+	<-ex.Exited()
+	if o.Kind != replay.Completed {
+		t.Fatalf("outcome %v: %v", o.Kind, o.Err)
+	}
+	var sum int
+	if err := jobs.Decode(o.Result, &sum); err != nil || sum != 6 {
+		t.Fatalf("result %d (%v)", sum, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cmds := 0
+	for _, r := range g.records {
+		cmds += len(r)
+	}
+	if cmds != 3 || len(g.records) != 2 {
+		t.Errorf("%d records holding %d steps, want the two steps that finished during the first record to share the second", len(g.records), cmds)
+	}
+	if len(g.after) == 2 && (g.after[0] != 1 || g.after[1] != 1+int64(len(g.records[0]))) {
+		t.Errorf("records built on seqs %v", g.after)
+	}
+}

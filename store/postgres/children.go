@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/store"
+)
+
+func scanChild(row pgx.Row) (store.ChildLink, error) {
+	var l store.ChildLink
+	err := row.Scan(&l.ChildID, &l.ParentID, &l.Name, &l.Detached, &l.CreatedAt)
+	l.CreatedAt = l.CreatedAt.UTC()
+	return l, err
+}
+
+// ChildLinkAdd implements store.Children: the insert is a no-op when the child has a link, and
+// the read after it (its own statement, a fresh snapshot) sees whichever link won.
+func (s *Store) ChildLinkAdd(ctx context.Context, l store.ChildLink) (store.ChildLink, error) {
+	if l.ParentID == "" || l.ChildID == "" {
+		return store.ChildLink{}, jobs.Errorf(jobs.CodeInvariant, "child link: parent %q, child %q", l.ParentID, l.ChildID)
+	}
+	if _, err := s.pool.Exec(ctx, s.render(sqlChildInsert), l.ChildID, l.ParentID, l.Name, l.Detached, l.CreatedAt); err != nil {
+		return store.ChildLink{}, unavailable("child link", err)
+	}
+	out, err := scanChild(s.pool.QueryRow(ctx, s.render(sqlChildGet), l.ChildID))
+	if err != nil {
+		return store.ChildLink{}, unavailable("child link", err)
+	}
+	return out, nil
+}
+
+// ChildrenOf implements store.Children.
+func (s *Store) ChildrenOf(ctx context.Context, parentID string) ([]store.ChildLink, error) {
+	rows, err := s.pool.Query(ctx, s.render(sqlChildrenOf), parentID)
+	if err != nil {
+		return nil, unavailable("children", err)
+	}
+	defer rows.Close()
+	var out []store.ChildLink
+	for rows.Next() {
+		l, err := scanChild(rows)
+		if err != nil {
+			return nil, unavailable("children", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("children", err)
+	}
+	return out, nil
+}
+
+// ParentOf implements store.Children.
+func (s *Store) ParentOf(ctx context.Context, childID string) (store.ChildLink, bool, error) {
+	l, err := scanChild(s.pool.QueryRow(ctx, s.render(sqlChildGet), childID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ChildLink{}, false, nil
+	}
+	if err != nil {
+		return store.ChildLink{}, false, unavailable("parent", err)
+	}
+	return l, true, nil
+}
