@@ -71,6 +71,8 @@ const (
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
 	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
+	// Trace and actor (actor.go).
+	CodeActorInvalid Code = "X_ACTOR_INVALID"
 )
 
 // CodeInfo is one row of the registry.
@@ -130,6 +132,7 @@ var codeTable = []CodeInfo{
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
+	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

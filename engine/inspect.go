@@ -45,6 +45,10 @@ type RunView struct {
 	// Waiting says why a ready or delayed run is not being claimed, when the manifest explains
 	// it: no worker declared its job, or none still alive does (manifest.go).
 	Waiting string `json:"waiting,omitempty"`
+	// TraceID is the trace the run was enqueued under, and TraceParent its full W3C context
+	// (the enqueuer's span): look the run's attempts up in the tracing backend by it.
+	TraceID     string `json:"traceId,omitempty"`
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // StepView is one durable call of a run's trace.
@@ -119,6 +123,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 		LastSeq: run.LastSeq, Steps: []StepView{}, Attempts: []AttemptView{}}
 	v.Input = renderJSON(run.Input)
 	v.Waiting = e.waitingReason(ctx, run)
+	v.TraceParent, v.TraceID = run.TraceParent, traceID(run.TraceParent)
 	if run.State == store.StateCompleted {
 		v.Result = renderJSON(run.Result)
 	}

@@ -159,6 +159,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		enq += " by " + v.EnqueuedBy
 	}
 	row("Enqueued", enq)
+	if v.TraceID != "" {
+		row("Trace", v.TraceID)
+	}
 	row("Updated", when(now, v.UpdatedAt))
 	if v.FinishedAt != nil {
 		row("Finished", whenPtr(now, v.FinishedAt))
