@@ -1,0 +1,179 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// sqliteBundle is an engine on SQLite behind the API, served by httptest, and a client of it.
+func sqliteBundle(t *testing.T) *bundle {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{Store: testenv.OpenSQLite(t)})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveBundle(t, env, srv, "")
+}
+
+func recorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp, rec
+}
+
+func ended(rec *tracetest.SpanRecorder, prefix string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if strings.HasPrefix(s.Name(), prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Over the HTTP worker protocol (engine on SQLite, a worker that reaches it only through the
+// client) the parentage holds: the client's enqueue carries the caller's span in its headers,
+// the run is stamped with it, and the remote worker's attempt and step spans descend from it.
+func TestTraceOverHTTPWorkerProtocol(t *testing.T) {
+	t.Parallel()
+	tp, rec := recorder(t)
+	b := sqliteBundle(t)
+	job := jobs.MustDefine("checkout", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) {
+			for _, name := range []string{"reserve", "charge", "ship"} {
+				if _, err := jobs.Step(c, name, func(context.Context) (string, error) { return name, nil }); err != nil {
+					return "", err
+				}
+			}
+			return s, nil
+		})
+	reg, err := jobs.NewRegistry(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
+		PollWait: time.Second, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+
+	ctx, enq := tp.Tracer("app").Start(t.Context(), "http POST /checkout")
+	res, err := job.Enqueue(ctx, b.client, "o1")
+	enq.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.env.Await(res.RunID, store.StateCompleted)
+	view, err := b.client.GetRun(t.Context(), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.TraceID != enq.SpanContext().TraceID().String() || !strings.Contains(view.TraceParent, enq.SpanContext().SpanID().String()) {
+		t.Errorf("run view trace %q (%q), want the enqueuer's trace %s span %s", view.TraceID, view.TraceParent,
+			enq.SpanContext().TraceID(), enq.SpanContext().SpanID())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(ended(rec, worker.AttemptSpanPrefix)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	attempts := ended(rec, worker.AttemptSpanPrefix)
+	if len(attempts) != 1 {
+		t.Fatalf("%d attempt spans, want 1", len(attempts))
+	}
+	a := attempts[0]
+	if a.SpanContext().TraceID() != enq.SpanContext().TraceID() || a.Parent().SpanID() != enq.SpanContext().SpanID() {
+		t.Errorf("attempt span: trace %s parent %s, want a child of %s/%s", a.SpanContext().TraceID(), a.Parent().SpanID(),
+			enq.SpanContext().TraceID(), enq.SpanContext().SpanID())
+	}
+	steps := ended(rec, "jobs.step ")
+	if len(steps) != 3 {
+		t.Fatalf("%d step spans, want 3", len(steps))
+	}
+	for _, s := range steps {
+		if s.Parent().SpanID() != a.SpanContext().SpanID() || s.SpanContext().TraceID() != a.SpanContext().TraceID() {
+			t.Errorf("step span %s is not a child of the attempt", s.Name())
+		}
+	}
+}
+
+// An enqueue over the JSON admin API with a traceparent header is stamped with the remote
+// caller's trace; a malformed header is ignored (W3C) and never fails the request.
+func TestTraceHeaderOnAdminEnqueue(t *testing.T) {
+	t.Parallel()
+	b := sqliteBundle(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	send := func(key, parent, state string) string {
+		t.Helper()
+		body := `{"job":"j","key":"` + key + `","noTenant":true,"input":{}}`
+		req, err := http.NewRequest("POST", b.url+"/v1/runs", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if parent != "" {
+			req.Header.Set("traceparent", parent)
+		}
+		if state != "" {
+			req.Header.Set("tracestate", state)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out jobs.EnqueueResult
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode/100 != 2 {
+			t.Fatalf("enqueue %s: status %d (%v)", key, res.StatusCode, err)
+		}
+		return out.RunID
+	}
+	view := func(id string) engine.RunView {
+		t.Helper()
+		status, _, body := b.call(t, "GET", "/v1/runs/"+id, "", "", nil)
+		var v engine.RunView
+		if err := json.Unmarshal(body, &v); err != nil || status != 200 {
+			t.Fatalf("GET run %s: %d %s", id, status, body)
+		}
+		return v
+	}
+	v := view(send("traced", tp, "vendor=abc"))
+	if v.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || v.TraceParent != tp {
+		t.Errorf("traced enqueue: trace %q (%q), want the header's", v.TraceID, v.TraceParent)
+	}
+	run, err := b.env.Engine.GetRun(t.Context(), v.ID)
+	if err != nil || run.TraceState != "vendor=abc" {
+		t.Errorf("stored tracestate %q (%v), want the header's", run.TraceState, err)
+	}
+	for _, bad := range []string{"garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", strings.Repeat("0", 4000)} {
+		if v := view(send("bad-"+bad[:5], bad, "")); v.TraceID != "" || v.TraceParent != "" {
+			t.Errorf("malformed header %.20q stamped %q", bad, v.TraceParent)
+		}
+	}
+	if v := view(send("none", "", "")); v.TraceID != "" {
+		t.Errorf("an enqueue without a header stamped %q", v.TraceID)
+	}
+}
