@@ -10,12 +10,16 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
@@ -175,5 +179,37 @@ func TestTraceHeaderOnAdminEnqueue(t *testing.T) {
 	}
 	if v := view(send("none", "", "")); v.TraceID != "" {
 		t.Errorf("an enqueue without a header stamped %q", v.TraceID)
+	}
+}
+
+// In an fx app, a trace.TracerProvider in the graph is the worker's.
+func TestTraceProviderFromFx(t *testing.T) {
+	t.Parallel()
+	tp, rec := recorder(t)
+	job := jobs.MustDefine("fx-traced", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) { return s, nil })
+	var eng *engine.Engine
+	app := fxtest.New(t,
+		fx.NopLogger,
+		fx.Supply(testenv.Logger()),
+		fx.Provide(func() store.Store { return memory.New() }),
+		fx.Supply(engine.Config{PollFallback: 20 * time.Millisecond}),
+		engine.Module,
+		fx.Provide(func() (*jobs.Registry, error) { return jobs.NewRegistry(job) }),
+		fx.Provide(func() trace.TracerProvider { return tp }),
+		fx.Supply(worker.Config{PollWait: time.Second}),
+		worker.Module,
+		fx.Populate(&eng),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+	ctx, enq := tp.Tracer("app").Start(t.Context(), "enqueue")
+	if _, err := job.Enqueue(ctx, eng, "x"); err != nil {
+		t.Fatal(err)
+	}
+	enq.End()
+	waitFor(t, func() bool { return len(ended(rec, worker.AttemptSpanPrefix+"fx-traced")) == 1 })
+	if a := ended(rec, worker.AttemptSpanPrefix)[0]; a.Parent().SpanID() != enq.SpanContext().SpanID() {
+		t.Errorf("attempt span's parent %s, want the enqueuer's %s", a.Parent().SpanID(), enq.SpanContext().SpanID())
 	}
 }
