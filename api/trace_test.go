@@ -213,3 +213,19 @@ func TestTraceProviderFromFx(t *testing.T) {
 		t.Errorf("attempt span's parent %s, want the enqueuer's %s", a.Parent().SpanID(), enq.SpanContext().SpanID())
 	}
 }
+
+// Over the JSON admin API an actor id with a control character is refused, 400 X_ACTOR_INVALID,
+// and nothing is created.
+func TestActorRefusedOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	body := `{"job":"j","key":"k","noTenant":true,"enqueuedBy":"user:1\u001b[31m"}`
+	status, _, out := b.call(t, "POST", "/v1/runs", "application/json", "", []byte(body))
+	if status != http.StatusBadRequest || jsonCode(t, out) != jobs.CodeActorInvalid {
+		t.Fatalf("status %d %s, want 400 X_ACTOR_INVALID", status, out)
+	}
+	runs, err := b.env.Engine.ListRuns(t.Context(), store.ListParams{})
+	if err != nil || len(runs) != 0 {
+		t.Errorf("%d runs (%v) after a refused enqueue", len(runs), err)
+	}
+}
