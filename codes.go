@@ -75,6 +75,8 @@ const (
 	// Child runs.
 	CodeChildFailed Code = "X_CHILD_FAILED"
 	CodeNotChild    Code = "X_NOT_CHILD"
+	// Trace and actor (actor.go).
+	CodeActorInvalid Code = "X_ACTOR_INVALID"
 )
 
 // CodeInfo is one row of the registry.
@@ -137,6 +139,7 @@ var codeTable = []CodeInfo{
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
+	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -277,6 +277,10 @@ type EnqueueRequest struct {
 	// engine creates at most one run per DedupeID within its dedupe retention, even after that
 	// run finished, so a resend of the same request never runs the job twice.
 	DedupeID string `json:"dedupeId,omitempty" msgpack:"dedupe_id,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the run is enqueued under (trace.go).
+	// Left empty, the engine takes them from the enqueue's ctx (the caller's current span).
+	TraceParent string `json:"traceparent,omitempty" msgpack:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty" msgpack:"tracestate,omitempty"`
 }
 
 // Validate refuses a request that names no key or no tenant.
@@ -298,7 +302,10 @@ func (r EnqueueRequest) Validate() error {
 			return err
 		}
 	}
-	return nil
+	if err := ValidActor("enqueuedBy", r.EnqueuedBy); err != nil {
+		return err
+	}
+	return validTrace(r.TraceParent, r.TraceState)
 }
 
 // ValidIdentifier refuses a name, key or id that no store can hold faithfully: invalid UTF-8, a

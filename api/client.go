@@ -316,6 +316,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	injectTrace(ctx, req.Header) // the caller's span (trace.go)
 	res, err := c.http.Do(req)
 	if err == nil {
 		var b []byte

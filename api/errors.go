@@ -30,6 +30,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeHistoryStale:           http.StatusConflict,
 	jobs.CodeListenFailed:           http.StatusServiceUnavailable,
 	jobs.CodeOutboxNoTx:             http.StatusBadRequest,
+	jobs.CodeActorInvalid:           http.StatusBadRequest,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,
 	jobs.CodeStepNotFound: http.StatusNotFound,

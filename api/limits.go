@@ -32,7 +32,7 @@ const (
 func budgetTasks(tasks []frontend.Task, budget int) (keep, rest []frontend.Task) {
 	used := 0
 	for i, t := range tasks {
-		used += len(t.Input) + len(t.Key) + len(t.Tenant) + len(t.EnqueuedBy) + taskOverhead
+		used += len(t.Input) + len(t.Key) + len(t.Tenant) + len(t.EnqueuedBy) + len(t.TraceParent) + len(t.TraceState) + taskOverhead
 		if i > 0 && used > budget {
 			return tasks[:i], tasks[i:]
 		}

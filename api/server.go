@@ -464,6 +464,7 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 // serve adapts a route's body; its refusal is written in the request's codec (wantsMsgpack).
 func (s *Server) serve(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = extractTrace(r) // the caller's span (trace.go)
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

@@ -58,7 +58,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			}
 			res, err := e.Enqueue(ctx, jobs.EnqueueRequest{Job: out.Job, Queue: out.Queue, Input: out.Input,
 				Key: out.Key, Tenant: out.Tenant, NoTenant: out.NoTenant, Delay: out.Delay,
-				EnqueuedBy: "run:" + req.RunID, DedupeID: id})
+				EnqueuedBy: "run:" + req.RunID, DedupeID: id, TraceParent: out.TraceParent, TraceState: out.TraceState})
 			if err != nil {
 				return req, err
 			}

@@ -294,10 +294,15 @@ func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now ti
 	if len(req.Input) == 0 {
 		req.Input, _ = jobs.Encode(nil)
 	}
+	if req.TraceParent == "" {
+		// The caller's current span (in-process, or extracted from an API request's headers).
+		req.TraceParent, req.TraceState = jobs.TraceContext(ctx)
+	}
 	run := store.Run{
 		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
 		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
 		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now,
+		TraceParent: req.TraceParent, TraceState: req.TraceState,
 	}
 	p := store.CreateRunParams{Run: run, Started: history.New(now, history.RunStarted{
 		Job: req.Job, Queue: req.Queue, Input: req.Input, Key: req.Key, Tenant: req.Tenant,
@@ -421,7 +426,8 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 	for i, r := range runs {
 		tasks[i] = frontend.Task{RunID: r.ID, Job: r.Job, Queue: r.Queue, Fence: r.Fence, Attempt: r.Attempt,
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
-			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
+			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease(),
+			TraceParent: r.TraceParent, TraceState: r.TraceState}
 		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
 		e.claimed.Add(r.ID, r.Job)
 		e.seedLedger(r)

@@ -47,6 +47,10 @@ type RunView struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Family links the run to its parent and children (children.go).
 	Family
+	// TraceID is the trace the run was enqueued under, and TraceParent its full W3C context
+	// (the enqueuer's span): look the run's attempts up in the tracing backend by it.
+	TraceID     string `json:"traceId,omitempty"`
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // StepView is one durable call of a run's trace.
@@ -124,6 +128,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 	if v.Family, err = e.family(ctx, id); err != nil {
 		return RunView{}, err
 	}
+	v.TraceParent, v.TraceID = run.TraceParent, traceID(run.TraceParent)
 	if run.State == store.StateCompleted {
 		v.Result = renderJSON(run.Result)
 	}

@@ -19,6 +19,10 @@ type Effect struct {
 	// to it, and cancelled with it unless Detached.
 	Child    bool `msgpack:"child,omitempty"`
 	Detached bool `msgpack:"detached,omitempty"`
+	// TraceParent and TraceState are the span the body enqueued from: the child run's attempts
+	// join the parent run's trace.
+	TraceParent string `msgpack:"traceparent,omitempty"`
+	TraceState  string `msgpack:"tracestate,omitempty"`
 
 	// Set by the engine, whatever a worker sent: the published event's id, the enqueued run's id.
 	EventID string `msgpack:"event_id,omitempty"`

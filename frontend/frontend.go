@@ -65,6 +65,10 @@ type Task struct {
 	// LeaseToken is the claim's secret: every record and heartbeat of this claim must present it
 	// with the worker id it was issued to. It cannot be derived from anything the admin API shows.
 	LeaseToken string `msgpack:"lease_token"`
+	// TraceParent and TraceState are the W3C trace context the run was enqueued under: the
+	// worker's attempt span is its child.
+	TraceParent string `msgpack:"traceparent,omitempty"`
+	TraceState  string `msgpack:"tracestate,omitempty"`
 }
 
 // CommandKind names a worker command.

@@ -117,6 +117,10 @@ func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (j
 	if req.Queue == "" {
 		req.Queue = jobs.DefaultQueue
 	}
+	if req.TraceParent == "" {
+		// The relay enqueues later, under its own context: the row keeps the stager's span.
+		req.TraceParent, req.TraceState = jobs.TraceContext(ctx)
+	}
 	row := Row{Request: req, StagedAt: o.stagedAt()}
 	row.ID = newID(row.StagedAt)
 	if err := o.cfg.Store.Stage(ctx, tx, []Row{row}); err != nil {

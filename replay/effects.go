@@ -16,9 +16,13 @@ func (r *runtimeImpl) Publish(c *jobs.Ctx, name, event string, payload []byte) (
 // Enqueue implements jobs.Effects: a recorded enqueue returns the child run's id and enqueues
 // nothing; a live one is sent to the engine, which enqueues and records it.
 func (r *runtimeImpl) Enqueue(c *jobs.Ctx, name string, req jobs.EnqueueRequest) (string, error) {
+	if req.TraceParent == "" {
+		req.TraceParent, req.TraceState = jobs.TraceContext((*Execution)(r).spanContext(c))
+	}
 	return (*Execution)(r).effect(kindEnqueue, frontend.Command{Kind: frontend.CmdEnqueue, Name: name,
 		Effect: &frontend.Effect{Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
-			NoTenant: req.NoTenant, Input: req.Input, Delay: req.Delay}})
+			NoTenant: req.NoTenant, Input: req.Input, Delay: req.Delay,
+			TraceParent: req.TraceParent, TraceState: req.TraceState}})
 }
 
 func (e *Execution) effect(k callKind, cmd frontend.Command) (string, error) {

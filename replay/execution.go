@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
@@ -85,6 +88,9 @@ type Execution struct {
 	failedStep string
 	exiting    bool
 
+	// span is the current claim's span (trace.go); owned by the body goroutine once it runs.
+	span trace.Span
+
 	aborted atomic.Pointer[jobs.Error]
 	lastSeq atomic.Int64
 	resume  chan resumeMsg
@@ -112,6 +118,7 @@ type resumeMsg struct {
 	rec    Recorder
 	out    chan Outcome
 	info   jobs.RunInfo
+	span   trace.Span
 }
 
 // Start runs def's body against events (the run's history so far) in a new goroutine. The
@@ -136,6 +143,10 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 		return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: history has no RunStarted event", cfg.Info.RunID)
 	}
 	e.lastSeq.Store(e.cs.lastSeq)
+	if span := trace.SpanFromContext(parent); span.IsRecording() {
+		e.span = span
+		span.SetAttributes(AttrHistoryCalls.Int(len(e.cs.list)))
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	e.cancel = cancel
 	e.ctx = jobs.NewCtx(ctx, cfg.Info, (*runtimeImpl)(e))
@@ -217,8 +228,8 @@ func (e *Execution) Exited() <-chan struct{} { return e.exited }
 
 // Resume continues a parked body on a new claim. events are the run's events after LastSeq; they
 // must be exactly the wake-up of the call it is parked on (else ok is false and the caller evicts
-// it and replays from scratch).
-func (e *Execution) Resume(events []history.Event, rec Recorder, info jobs.RunInfo) (out <-chan Outcome, ok bool) {
+// it and replays from scratch). span is the new claim's span (nil: not traced).
+func (e *Execution) Resume(events []history.Event, rec Recorder, info jobs.RunInfo, span trace.Span) (out <-chan Outcome, ok bool) {
 	e.mu.Lock()
 	parked := e.parked
 	e.mu.Unlock()
@@ -227,7 +238,7 @@ func (e *Execution) Resume(events []history.Event, rec Recorder, info jobs.RunIn
 	}
 	ch := make(chan Outcome, 1)
 	select {
-	case e.resume <- resumeMsg{events: events, rec: rec, out: ch, info: info}:
+	case e.resume <- resumeMsg{events: events, rec: rec, out: ch, info: info, span: span}:
 		return ch, true
 	case <-e.exited:
 		return nil, false
@@ -339,6 +350,7 @@ func (e *Execution) suspend(idx int) call {
 		e.parked = idx
 	}
 	e.mu.Unlock()
+	e.spanEvent("jobs.suspended", AttrCall.String(e.cs.list[idx].name))
 	e.finish(Outcome{Kind: Suspended, Parked: park, Waiting: e.cs.list[idx].kind == kindWait})
 	if !park {
 		e.exit()
@@ -352,6 +364,11 @@ func (e *Execution) suspend(idx int) call {
 	}
 	e.out, e.rec = msg.out, msg.rec
 	e.cfg.Info = msg.info
+	e.span = nil
+	if msg.span != nil && msg.span.IsRecording() {
+		e.span = msg.span
+		e.span.AddEvent("jobs.resumed", trace.WithAttributes(AttrCall.String(e.cs.list[idx].name)))
+	}
 	if err := e.cs.apply(msg.events); err != nil {
 		e.verdict(Outcome{Kind: Failed, Err: err})
 	}
@@ -376,23 +393,27 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 		e.undo(name)
 		return nil, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message)
 	}
-	out, err := e.runStep(c, name, fn)
+	ctx, span := e.startStep(c, name)
+	out, err := e.runStep(ctx, name, fn)
 	if err != nil {
+		endStep(span, err)
 		e.undo(name)
 		e.failedStep = name
 		return nil, err
 	}
 	if _, err := e.record([]frontend.Command{{Kind: frontend.CmdStep, Name: name, Output: out}}); err != nil {
+		endStep(span, err)
 		e.undo(name)
 		e.failedStep = name
 		return nil, err
 	}
+	endStep(span, nil)
 	return out, nil
 }
 
 // runStep runs fn under the job's step timeout: at the deadline fn's context is cancelled and
 // the step fails at once, whether or not fn has returned.
-func (e *Execution) runStep(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+func (e *Execution) runStep(c context.Context, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	d := e.cfg.Def.Config().StepTimeout
 	if d <= 0 {
 		return fn(c)
@@ -426,8 +447,10 @@ func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 	e := (*Execution)(r)
 	idx := e.begin(kindSleep, name, "")
 	if idx < 0 {
+		wake := e.cfg.Clock.Now().Add(d)
+		e.spanEvent("jobs.sleep", AttrCall.String(name), attribute.String("jobs.wake_at", wake.UTC().Format(time.RFC3339Nano)))
 		resp, err := e.record([]frontend.Command{{Kind: frontend.CmdSleep, Name: name,
-			WakeAt: e.cfg.Clock.Now().Add(d), Sticky: e.cfg.Park}})
+			WakeAt: wake, Sticky: e.cfg.Park}})
 		if err != nil {
 			e.undo(name)
 			return err
@@ -449,6 +472,7 @@ func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[st
 	}
 	idx := e.begin(kindWait, name, event)
 	if idx < 0 {
+		e.spanEvent("jobs.wait", AttrCall.String(name), AttrEvent.String(event))
 		if _, err := e.record([]frontend.Command{{Kind: frontend.CmdWait, Name: name, Event: event, Match: keys,
 			TimeoutAt: e.cfg.Clock.Now().Add(timeout), Sticky: e.cfg.Park}}); err != nil {
 			e.undo(name)

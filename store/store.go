@@ -81,6 +81,10 @@ type Run struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time
+	// TraceParent and TraceState are the W3C trace context the run was enqueued under ("" when
+	// none): its attempts' spans are children of it. Set at create, never changed.
+	TraceParent string
+	TraceState  string
 }
 
 // Timer is a durable timer of one run. When it fires (its run being suspended or delayed), the

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
 	"github.com/ultimat3/jobs"
@@ -32,6 +33,8 @@ type Params struct {
 	Registry   *jobs.Registry        `optional:"true"`
 	Registerer prometheus.Registerer `optional:"true"`
 	Logger     *slog.Logger          `optional:"true"`
+	// TracerProvider, when the app provides one, receives the worker's spans (trace.go).
+	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
 func provide(p Params) (*Worker, error) {
@@ -47,6 +50,9 @@ func provide(p Params) (*Worker, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = p.Logger
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = p.TracerProvider
 	}
 	w, err := New(cfg)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
@@ -56,6 +57,9 @@ type Config struct {
 	// Registerer receives the worker's metrics. Optional: default none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// TracerProvider receives the attempt and step spans (trace.go). Defaults to the global
+	// provider (otel.SetTracerProvider), whose spans are no-ops until one is installed.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker executes runs.
@@ -66,6 +70,7 @@ type Worker struct {
 	clock   clock.Clock
 	cache   *lru.Cache[string, *parked]
 	metrics metrics
+	tracer  trace.Tracer
 
 	mu      sync.Mutex
 	leases  map[string]*held
@@ -148,6 +153,7 @@ func New(cfg Config) (*Worker, error) {
 		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
 		manifestKick: make(chan struct{}, 1)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
+	w.tracer = w.newTracer()
 	for _, d := range cfg.Registry.All() {
 		if n := d.Config().Concurrency; n > 0 {
 			if w.limits == nil {
@@ -313,6 +319,9 @@ func (w *Worker) handle(t frontend.Task) {
 	cfg := def.Config()
 	info := jobs.RunInfo{RunID: t.RunID, Job: t.Job, Queue: t.Queue, Attempt: t.Attempt,
 		Actor: jobs.Actor{Tenant: t.Tenant, EnqueuedBy: t.EnqueuedBy}}
+	span := w.startAttempt(t)
+	outcome, failure := "lost", error(nil)
+	defer func() { endAttempt(span, outcome, failure) }()
 
 	// The attempt's deadline runs from the claim, before the body starts.
 	var deadline <-chan time.Time
@@ -321,8 +330,9 @@ func (w *Worker) handle(t frontend.Task) {
 		defer tm.Stop()
 		deadline = tm.C()
 	}
-	ex, out, err := w.execution(t, def, info, rec)
+	ex, out, err := w.execution(t, def, info, rec, span)
 	if err != nil {
+		outcome, failure = "start-failed", err
 		log.Error("jobs.run.start-failed", "err", err)
 		// The claim lapses and the run is tried again; nothing was written.
 		return
@@ -336,6 +346,7 @@ func (w *Worker) handle(t frontend.Task) {
 		// Cancel the body BEFORE failing the attempt: the failure makes the run claimable by
 		// another worker, and a body still running past it would be a second copy of the run.
 		cause := jobs.Errorf(jobs.CodeTimeout, "the attempt passed the job's timeout of %s", cfg.Timeout)
+		outcome, failure = "failed", cause
 		ex.Abort(cause)
 		rec.landed = w.release(h)
 		w.fail(rec, log, cfg, t, cause, "")
@@ -363,11 +374,16 @@ func (w *Worker) handle(t frontend.Task) {
 	rec.landed = w.release(h)
 	if cause := ex.Aborted(); cause != nil {
 		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
+		outcome, failure = "aborted", cause
 		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
 		if o.Kind == replay.Suspended && o.Parked {
 			ex.Evict()
 		}
 		return
+	}
+	outcome = o.Kind.String()
+	if o.Kind == replay.Failed || o.Kind == replay.Blocked {
+		failure = o.Err
 	}
 	switch o.Kind {
 	case replay.Completed:
@@ -419,13 +435,13 @@ func (w *Worker) unparkAfter(runID string, p *parked, d time.Duration) {
 
 // execution resumes the run's parked body when this worker has it and the history since is only
 // its wake-up; otherwise it replays the run from its history.
-func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunInfo, rec *recorder) (*replay.Execution, <-chan replay.Outcome, error) {
+func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunInfo, rec *recorder, span trace.Span) (*replay.Execution, <-chan replay.Outcome, error) {
 	ctx := context.Background()
 	if w.cache != nil {
 		if p, ok := w.cache.Peek(t.RunID); ok {
 			events, err := rec.history(ctx, p.ex.LastSeq())
 			if err == nil {
-				if out, ok := p.ex.Resume(events, rec, info); ok {
+				if out, ok := p.ex.Resume(events, rec, info, span); ok {
 					p.taken = true
 					w.cache.Remove(t.RunID)
 					w.metrics.resumed.Inc()
@@ -449,7 +465,7 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		}
 		w.metrics.replayed.Inc()
 	}
-	return replay.Start(w.runContext(t), replay.Config{Def: def, Info: info, Clock: w.clock,
+	return replay.Start(withSpan(w.runContext(t), span), replay.Config{Def: def, Info: info, Clock: w.clock,
 		Recorder: rec, Park: w.cache != nil}, events)
 }
 

@@ -261,7 +261,7 @@ func jobsRetryCmd(co *clientOptions) *cobra.Command {
 }
 
 func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
-	var input, key, tenant, queue, by string
+	var input, key, tenant, queue, by, traceparent string
 	var noTenant, asJSON bool
 	var delay time.Duration
 	cmd := &cobra.Command{
@@ -287,7 +287,10 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			res, err := c.Enqueue(cmd.Context(), jobs.EnqueueRequest{Job: args[0], Queue: queue, Input: in, Key: key,
+			// A script running inside a traced job hands its trace on, as OpenTelemetry's
+			// environment carriers do; a malformed value is ignored like a malformed header.
+			ctx := jobs.ContextWithTrace(cmd.Context(), traceparent, os.Getenv("TRACESTATE"))
+			res, err := c.Enqueue(ctx, jobs.EnqueueRequest{Job: args[0], Queue: queue, Input: in, Key: key,
 				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay})
 			if err != nil {
 				return err
@@ -311,6 +314,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	f.StringVar(&queue, "queue", "", "queue (default: \"default\"; a typed job's is in its definition)")
 	f.DurationVar(&delay, "delay", 0, "start the run after this long")
 	f.StringVar(&by, "by", whoami(), "who enqueued it (attribution, never authority)")
+	f.StringVar(&traceparent, "traceparent", os.Getenv("TRACEPARENT"), "W3C traceparent the run joins (default $TRACEPARENT)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

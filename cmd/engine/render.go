@@ -162,6 +162,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 	if v.Parent != nil {
 		row("Parent", fmt.Sprintf("%s (%s, %s) via %q", v.Parent.ParentID, v.Parent.Job, v.Parent.State, v.Parent.Name))
 	}
+	if v.TraceID != "" {
+		row("Trace", v.TraceID)
+	}
 	row("Updated", when(now, v.UpdatedAt))
 	if v.FinishedAt != nil {
 		row("Finished", whenPtr(now, v.FinishedAt))

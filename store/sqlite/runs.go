@@ -22,7 +22,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	err := sc.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &noTenant, &r.EnqueuedBy,
 		blob{&r.Input}, &state, &r.Attempt, &r.Fence, &r.WorkerID, &leaseUntil, &readyAt,
 		&r.LastSeq, blob{&r.Result}, &r.ErrorCode, &r.Error, &r.StopReason,
-		&createdAt, &updatedAt, &finishedAt)
+		&createdAt, &updatedAt, &finishedAt, &r.TraceParent, &r.TraceState)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -41,7 +41,7 @@ func runArgs(r store.Run) []any {
 	return []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy,
 		blobArg(r.Input), string(r.State), r.Attempt, r.Fence, r.WorkerID, encTime(r.LeaseUntil),
 		encTime(r.ReadyAt), r.LastSeq, blobArg(r.Result), r.ErrorCode, r.Error, r.StopReason,
-		encTime(r.CreatedAt), encTime(r.UpdatedAt), encTime(r.FinishedAt)}
+		encTime(r.CreatedAt), encTime(r.UpdatedAt), encTime(r.FinishedAt), r.TraceParent, r.TraceState}
 }
 
 func errNotFound(id string) error {

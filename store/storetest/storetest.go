@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Search", searchTests},
 		{"Bulk", bulkTests},
 		{"Children", childTests},
+		{"Trace", traceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,78 @@
+package replay
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ultimat3/jobs"
+)
+
+// Tracing. The worker opens one span per claim (the attempt's, "jobs.attempt <job>") and hands
+// it in through the parent context of Start, or with Resume for a parked body continuing on a
+// new claim. Within it, each step run live gets its own span ("jobs.step <name>"), whose context
+// is the one the step's function receives, so the application's spans nest under the step.
+//
+// A step replayed from the history is not re-emitted: it ran, and was traced, in the attempt
+// that recorded it; emitting it again on every replay would multiply it in every trace and
+// show durations of work that did not happen. The attempt span counts what it replayed
+// (jobs.history.calls). Sleeps and waits are events on the attempt span, not spans: their
+// duration is the suspension, which no process spends.
+//
+// Everything here is skipped unless the attempt's span is recording, so with no tracer
+// configured a step costs one context lookup more and allocates nothing.
+
+// StepSpanPrefix names a live step's span: "jobs.step <name>".
+const StepSpanPrefix = "jobs.step "
+
+// Attribute keys on the spans and span events.
+const (
+	AttrCall         = attribute.Key("jobs.call")
+	AttrEvent        = attribute.Key("jobs.event")
+	AttrHistoryCalls = attribute.Key("jobs.history.calls")
+)
+
+// recording reports whether the current claim's span records (a tracer is configured and the
+// trace is sampled).
+func (e *Execution) recording() bool { return e.span != nil && e.span.IsRecording() }
+
+// spanContext returns c carrying the current claim's span. After a resume, the body's own
+// context still carries the first claim's span; durable calls use the current one.
+func (e *Execution) spanContext(c *jobs.Ctx) context.Context {
+	if e.span == nil || trace.SpanFromContext(c) == e.span {
+		return c
+	}
+	return trace.ContextWithSpan(c, e.span)
+}
+
+// startStep opens a live step's span; span is nil (and ctx is c) when the claim is not traced.
+func (e *Execution) startStep(c *jobs.Ctx, name string) (context.Context, trace.Span) {
+	if !e.recording() {
+		return c, nil
+	}
+	return e.span.TracerProvider().Tracer(tracerName).Start(e.spanContext(c), StepSpanPrefix+name,
+		trace.WithAttributes(AttrCall.String(name)))
+}
+
+const tracerName = "github.com/ultimat3/jobs"
+
+// endStep ends a step's span, with its error when it failed.
+func endStep(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// spanEvent adds an event to the current claim's span.
+func (e *Execution) spanEvent(name string, attrs ...attribute.KeyValue) {
+	if e.recording() {
+		e.span.AddEvent(name, trace.WithAttributes(attrs...))
+	}
+}
