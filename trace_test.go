@@ -85,11 +85,11 @@ func wantChild(t *testing.T, child sdktrace.ReadOnlySpan, parent trace.SpanConte
 	}
 }
 
-type order struct{ ID string }
+type tracedOrder struct{ ID string }
 
-func threeSteps(fail *atomic.Int32, tr *tracing) *jobs.Job[order, string] {
-	return jobs.MustDefine("checkout", func(o order) string { return "checkout:" + o.ID }, jobs.TenantFrom(func(o order) string { return "acme" }),
-		func(c *jobs.Ctx, o order) (string, error) {
+func threeSteps(fail *atomic.Int32, tr *tracing) *jobs.Job[tracedOrder, string] {
+	return jobs.MustDefine("checkout", func(o tracedOrder) string { return "checkout:" + o.ID }, jobs.TenantFrom(func(o tracedOrder) string { return "acme" }),
+		func(c *jobs.Ctx, o tracedOrder) (string, error) {
 			for _, name := range []string{"reserve", "charge", "ship"} {
 				if _, err := jobs.Step(c, name, func(ctx context.Context) (string, error) {
 					if name == "charge" {
@@ -119,7 +119,7 @@ func TestTraceAttemptAndStepsNestUnderTheEnqueuer(t *testing.T) {
 	env.Worker(worker.Config{TracerProvider: tr.tp}, job)
 
 	ctx, enq := tr.tp.Tracer("app").Start(t.Context(), "http POST /checkout")
-	res, err := job.Enqueue(ctx, env.Engine, order{ID: "o1"})
+	res, err := job.Enqueue(ctx, env.Engine, tracedOrder{ID: "o1"})
 	enq.End()
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestTraceRetryIsASecondAttemptInTheSameTrace(t *testing.T) {
 	env.Worker(worker.Config{TracerProvider: tr.tp}, job)
 
 	ctx, enq := tr.tp.Tracer("app").Start(t.Context(), "enqueue")
-	res, err := job.Enqueue(ctx, env.Engine, order{ID: "o2"})
+	res, err := job.Enqueue(ctx, env.Engine, tracedOrder{ID: "o2"})
 	enq.End()
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestTraceOffStampsNothing(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Store: memory.New()})
 	job := threeSteps(nil, newTracing(t))
 	env.Worker(worker.Config{}, job)
-	res, err := job.Enqueue(t.Context(), env.Engine, order{ID: "o3"})
+	res, err := job.Enqueue(t.Context(), env.Engine, tracedOrder{ID: "o3"})
 	if err != nil {
 		t.Fatal(err)
 	}
