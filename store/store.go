@@ -351,6 +351,7 @@ type Store interface {
 	Close() error
 
 	Deduper
+	Retention // deleting finished runs after their retention period (retention.go)
 }
 
 // Signal is a notification from another process sharing the store.
