@@ -227,6 +227,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/backfills/pending", s.serve(s.pendingBackfills))
 	mux.Handle("GET /v1/overview", s.serve(s.overview))
 	mux.Handle("GET /v1/search/runs", s.serve(s.searchRuns))
+	mux.Handle("GET /v1/retention", s.serve(s.retentionDryRun))
+	mux.Handle("POST /v1/retention/run", s.serve(s.retentionRun))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

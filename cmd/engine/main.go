@@ -59,5 +59,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(serveCmd, newMigrateCmd(), newJobsCmd(), newEventsCmd(), newHistoryCmd(),
 		newDeadLettersCmd(), newCodesCmd(), newManifestCmd(), newOverviewCmd())
 	root.AddCommand(newSchedulesCmd(), newBackfillCmd())
+	root.AddCommand(newRetentionCmd())
 	return root
 }
