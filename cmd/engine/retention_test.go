@@ -29,7 +29,9 @@ func TestRetentionCommand(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Drain)
-	as := func(token string) *opsEnv { return &opsEnv{env: env, server: []string{"--server", ts.URL, "--token", token}} }
+	as := func(token string) *opsEnv {
+		return &opsEnv{env: env, server: []string{"--server", ts.URL, "--token", token}}
+	}
 	admin := as("tok")
 
 	ctx := context.Background()
