@@ -60,11 +60,22 @@ func (s *Store) RetentionDelete(ctx context.Context, p store.RetentionParams, id
 			if err != nil {
 				return err
 			}
-			for _, q := range []string{sqlRetentionTimers, sqlRetentionWaits, sqlRetentionDeliveries,
-				sqlRetentionDedupe, sqlRetentionRun} {
-				if _, err := t.exec(q, id); err != nil {
-					return err
-				}
+			// One call per statement (not a loop over them): each is named where it runs, as
+			// TestWriteStatementsArePrepared checks.
+			if _, err := t.exec(sqlRetentionTimers, id); err != nil {
+				return err
+			}
+			if _, err := t.exec(sqlRetentionWaits, id); err != nil {
+				return err
+			}
+			if _, err := t.exec(sqlRetentionDeliveries, id); err != nil {
+				return err
+			}
+			if _, err := t.exec(sqlRetentionDedupe, id); err != nil {
+				return err
+			}
+			if _, err := t.exec(sqlRetentionRun, id); err != nil {
+				return err
 			}
 			out.Runs = append(out.Runs, id)
 			out.Events += evs
