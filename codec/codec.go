@@ -248,9 +248,12 @@ func (s stack) Encrypts() bool {
 // Gzip is a compression codec (DEFLATE, id "deflate"). It pays for itself on large, repetitive
 // payloads (JSON-like documents of a few KiB and up); a small payload comes out a few bytes
 // larger.
-func Gzip() Codec { return deflate{} }
+func Gzip() Codec { return deflate{max: maxInflated} }
 
-type deflate struct{}
+// GzipLimit is Gzip with its own bound on what one payload inflates to (Gzip's is 64 MiB).
+func GzipLimit(maxBytes int) Codec { return deflate{max: maxBytes} }
+
+type deflate struct{ max int }
 
 func (deflate) ID() string             { return "deflate" }
 func (deflate) Handles(id string) bool { return id == "deflate" }
@@ -269,18 +272,19 @@ func (deflate) Encode(plain []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxInflated bounds what one payload inflates to, so a hostile payload cannot exhaust memory.
+// maxInflated bounds what one payload inflates to (Gzip), so a hostile payload cannot exhaust
+// memory.
 const maxInflated = 64 << 20
 
-func (deflate) Decode(_ string, data []byte) ([]byte, error) {
+func (d deflate) Decode(_ string, data []byte) ([]byte, error) {
 	r := flate.NewReader(bytes.NewReader(data))
 	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+	out, err := io.ReadAll(io.LimitReader(r, int64(d.max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > maxInflated {
-		return nil, fmt.Errorf("inflates past %d bytes", maxInflated)
+	if len(out) > d.max {
+		return nil, fmt.Errorf("inflates past %d bytes", d.max)
 	}
 	return out, nil
 }

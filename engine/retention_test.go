@@ -183,7 +183,7 @@ func TestRetentionArchiveFailureKeepsTheRun(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	env := retentionEnv(t, testenv.OpenSQLite(t), engine.RetentionConfig{Every: 1000 * time.Hour,
-		Archive: engine.WriterArchive(failAfter{w: &buf, n: 1})})
+		Archive: engine.WriterArchive(failAfter{w: &buf})})
 	a, b := enqueueIn(t, env, "never", "a"), enqueueIn(t, env, "never", "b")
 	for _, id := range []string{a, b} {
 		if _, err := env.Engine.Cancel(context.Background(), id, "test"); err != nil {
@@ -201,14 +201,13 @@ func TestRetentionArchiveFailureKeepsTheRun(t *testing.T) {
 	}
 }
 
-// failAfter accepts n writes, then fails.
+// failAfter accepts the first write (the first run's archive), then fails: a full disk.
 type failAfter struct {
 	w *bytes.Buffer
-	n int
 }
 
 func (f failAfter) Write(p []byte) (int, error) {
-	if f.w.Len() > 0 && f.n <= 1 {
+	if f.w.Len() > 0 {
 		return 0, errors.New("disk full")
 	}
 	return f.w.Write(p)
