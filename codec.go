@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/ultimat3/jobs/codec"
 	"github.com/ultimat3/jobs/history"
 )
 
@@ -32,6 +33,10 @@ func Encode(v any) ([]byte, error) {
 
 // Decode decodes msgpack data into v (a pointer).
 func Decode(data []byte, v any) error {
+	if what, ok := codec.Describe(data); ok {
+		// Decoding the envelope itself would yield an unreadable value: say which codec to use.
+		return Errorf(CodeEncoding, "decode into %T: the value is %s; open it with that codec first (codec/wrap on the worker or client)", v, what)
+	}
 	dec := msgpack.NewDecoder(bytes.NewReader(data))
 	dec.SetCustomStructTag("json")
 	dec.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
@@ -70,6 +75,10 @@ func FromJSON(doc []byte) ([]byte, error) {
 func ToJSON(data []byte) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("null"), nil
+	}
+	if what, ok := codec.Describe(data); ok {
+		// The engine never holds the codec: it shows what the value is instead.
+		return json.Marshal(what)
 	}
 	var v any
 	if err := msgpack.Unmarshal(data, &v); err != nil {

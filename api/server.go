@@ -232,6 +232,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/search/runs", s.serve(s.searchRuns))
 	mux.Handle("GET /v1/runs/{id}/result", s.serve(s.runResult))
 	mux.Handle("GET /v1/whoami", s.serve(s.whoami))
+	mux.Handle("GET /v1/retention", s.serve(s.retentionDryRun))
+	mux.Handle("POST /v1/retention/run", s.serve(s.retentionRun))
 	// Operations.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
 		// A failing collector (the store is down) must not take the process metrics with it.

@@ -77,6 +77,9 @@ type Config struct {
 	// DedupeRetention is how long an enqueue's DedupeID is remembered. Defaults to
 	// DefaultDedupeRetention (7 days).
 	DedupeRetention time.Duration
+	// Retention says how long finished runs are kept (retention.go); the zero value keeps
+	// completed and cancelled runs DefaultRetention, dead letters DefaultFailedRetention.
+	Retention RetentionConfig
 }
 
 // Engine is the run lifecycle over a store.
@@ -108,7 +111,8 @@ type Engine struct {
 
 	// dedupePruned is when expired dedupe ids were last pruned (unix ns; see once.go).
 	dedupePruned atomic.Int64
-	metrics      *metrics // metrics.go
+	metrics      *metrics   // metrics.go
+	retention    *retention // retention.go
 	// finished rings when a run this engine commits becomes terminal (result.go).
 	finished bell
 
@@ -148,6 +152,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
 		creates: make(chan *createReq, 4096), metrics: newMetrics()}
+	e.retention = newRetention(cfg.Retention)
 	if cfg.Ledgers <= 0 {
 		cfg.Ledgers = 16384
 	}
@@ -191,6 +196,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.createLoop(runCtx)
 	}()
 	e.timers.Start()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.retentionLoop(runCtx)
+	}()
 	if n, ok := e.store.(store.Notifier); ok {
 		sigs, err := n.Subscribe(runCtx)
 		if err != nil {

@@ -58,7 +58,7 @@ func newMetrics() *metrics {
 func (e *Engine) Collectors() []prometheus.Collector {
 	m := e.metrics
 	return []prometheus.Collector{m.jobs, m.leasesLost, m.runSeconds, m.stepSeconds, m.batchSize, m.batchSeconds,
-		m.timerLag, m.commitUnknown}
+		m.timerLag, m.commitUnknown, e.retention.deleted, e.retention.events, e.retention.seconds}
 }
 
 // recorded counts a committed record: its steps' commit latency (since arrived, wall clock) and,

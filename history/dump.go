@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ultimat3/jobs/codec"
 )
 
 // The dump format is JSON lines, one event a line:
@@ -30,12 +32,20 @@ type dumpLine struct {
 }
 
 // Dump writes events as JSON lines.
-func Dump(w io.Writer, events []Event) error {
+func Dump(w io.Writer, events []Event) error { return DumpWith(w, events, nil) }
+
+// Opener returns the plain payload of a payload a codec encoded (codec.Set.Open); nil shows
+// such payloads as what they are ("encrypted by codec aesgcm/k1, 48 bytes").
+type Opener func([]byte) ([]byte, error)
+
+// DumpWith is Dump with payloads opened by open in the "view" (never in "data", which stays the
+// exact stored bytes).
+func DumpWith(w io.Writer, events []Event, open Opener) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, e := range events {
 		line := dumpLine{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Data: base64.StdEncoding.EncodeToString(e.Data)}
-		line.View = View(e)
+		line.View = ViewWith(e, open)
 		if err := enc.Encode(line); err != nil {
 			return err
 		}
@@ -76,12 +86,27 @@ func Load(r io.Reader) ([]Event, error) {
 
 // View decodes an event's payload into plain values for display: msgpack values nested inside
 // (inputs, outputs, payloads) are decoded too.
-func View(e Event) any {
+func View(e Event) any { return ViewWith(e, nil) }
+
+// ViewWith is View with payloads a codec encoded opened by open; without open, or when it
+// fails, such a payload shows as what it is.
+func ViewWith(e Event, open Opener) any {
 	var m map[string]any
 	if err := msgpack.Unmarshal(e.Data, &m); err != nil {
 		return nil
 	}
 	for k, v := range m {
+		if b, ok := v.([]byte); ok && codec.IsEnvelope(b) {
+			if open != nil {
+				if plain, err := open(b); err == nil {
+					v = plain
+				}
+			}
+			if what, ok := codec.Describe(v.([]byte)); ok {
+				m[k] = what
+				continue
+			}
+		}
 		if b, ok := v.([]byte); ok {
 			var inner any
 			if err := msgpack.Unmarshal(b, &inner); err == nil {
@@ -95,12 +120,15 @@ func View(e Event) any {
 }
 
 // Table writes events as an aligned table for people.
-func Table(w io.Writer, events []Event) error {
+func Table(w io.Writer, events []Event) error { return TableWith(w, events, nil) }
+
+// TableWith is Table with payloads a codec encoded opened by open.
+func TableWith(w io.Writer, events []Event, open Opener) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tKIND\tNAME\tDETAIL")
 	for _, e := range events {
 		detail := ""
-		if v := View(e); v != nil {
+		if v := ViewWith(e, open); v != nil {
 			if m, ok := v.(map[string]any); ok {
 				delete(m, "name")
 			}

@@ -357,7 +357,8 @@ type Store interface {
 	Close() error
 
 	Deduper
-	Children // parent and child runs (children.go)
+	Children  // parent and child runs (children.go)
+	Retention // deleting finished runs after their retention period (retention.go)
 }
 
 // Signal is a notification from another process sharing the store.

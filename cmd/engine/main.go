@@ -60,5 +60,6 @@ func newRootCmd() *cobra.Command {
 		newDeadLettersCmd(), newCodesCmd(), newManifestCmd(), newOverviewCmd())
 	root.AddCommand(newSchedulesCmd(), newBackfillCmd())
 	root.AddCommand(newMCPCmd())
+	root.AddCommand(newRetentionCmd())
 	return root
 }

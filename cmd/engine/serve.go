@@ -116,6 +116,7 @@ type serveOptions struct {
 	credentials                             []string
 	allowUnauthenticated                    bool
 	noScheduler                             bool
+	retention                               retentionFlags // serve's retention flags (retention.go)
 }
 
 func (o *serveOptions) flags(cmd *cobra.Command) {
@@ -142,6 +143,7 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
 	f.BoolVar(&o.noScheduler, "no-scheduler", cli.Env("JOBS_NO_SCHEDULER", "") != "",
 		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER]")
+	o.retention.flags(cmd)
 }
 
 // serve runs the engine and its API until SIGTERM. The fx graph is store → engine → API, so the
@@ -155,6 +157,10 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		return cli.Usage("--lease must be at least 100ms and --session-grace positive, got %s and %s", o.lease, o.sessionGrace)
 	}
 	if _, err := o.db.postgres(); err != nil {
+		return err
+	}
+	retention, err := o.retention.config()
+	if err != nil {
 		return err
 	}
 	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
@@ -191,7 +197,8 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 			lc.Append(fx.StopHook(st.Close))
 			return st, nil
 		}),
-		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared}),
+		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared,
+			Retention: retention}),
 		engine.Module,
 		fx.Supply(api.Config{Addr: o.addr, Token: o.token, Credentials: creds, AllowUnauthenticated: o.allowUnauthenticated,
 			MaxBody: o.maxBody}),

@@ -36,6 +36,8 @@ type Options struct {
 	RequireDeclared bool
 	// Backfills is the engine's provider of backfill declarations. Optional.
 	Backfills engine.BackfillDeclarations
+	// Retention is the engine's retention; the zero value is the engine's default.
+	Retention engine.RetentionConfig
 }
 
 // Env is an engine over a store, plus the workers a test starts.
@@ -58,7 +60,7 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
 		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger,
-		AllowUndeclared: !o.RequireDeclared, Backfills: o.Backfills})
+		AllowUndeclared: !o.RequireDeclared, Backfills: o.Backfills, Retention: o.Retention})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/codec"
 )
 
 // Limits of the shape check. Real requests are far inside them: a record carries a handful of
@@ -167,11 +168,12 @@ func walk(b []byte, values bool) error {
 			return bad(pos-1, "a map key that is not a string")
 		}
 		if values && extType >= 0 && ok {
-			// The one extension every surface reads is the timestamp (type -1).
-			if extType >= len(b) || b[extType] != 0xff {
-				return bad(pos-1, "an extension type other than the timestamp")
+			// The extensions every surface reads: the timestamp (type -1), and a payload codec's
+			// envelope (codec.ExtType), which surfaces show as such without decoding it.
+			if extType >= len(b) || (b[extType] != 0xff && b[extType] != codec.ExtType) {
+				return bad(pos-1, "an extension type other than the timestamp or a codec envelope")
 			}
-			if n := skip - 1; n != 4 && n != 8 && n != 12 {
+			if n := skip - 1; b[extType] == 0xff && n != 4 && n != 8 && n != 12 {
 				return bad(pos-1, "a timestamp of a length msgpack does not define")
 			}
 		}

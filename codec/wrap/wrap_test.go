@@ -1,0 +1,174 @@
+package wrap_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/codec"
+	"github.com/ultimat3/jobs/codec/aesgcm"
+	"github.com/ultimat3/jobs/codec/wrap"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+type order struct {
+	ID   string `json:"id"`
+	Card string `json:"card"`
+}
+
+// charge stores the card in its input and in a step's output, sleeps (so a deploy can change the
+// codec under it), then records a second step and returns both.
+var charge = jobs.MustDefine("charge", func(o order) string { return o.ID }, jobs.NoTenant[order](),
+	func(c *jobs.Ctx, o order) (string, error) {
+		token, err := jobs.Step(c, "tokenize", func(context.Context) (string, error) { return "tok-" + o.Card, nil })
+		if err != nil {
+			return "", err
+		}
+		if err := jobs.Sleep(c, "settle", time.Hour); err != nil {
+			return "", err
+		}
+		receipt, err := jobs.Step(c, "receipt", func(context.Context) (string, error) { return "receipt-" + o.ID, nil })
+		if err != nil {
+			return "", err
+		}
+		return token + "|" + receipt, nil
+	}, jobs.Queue("pay"))
+
+func aesSet(t *testing.T, current string, ids ...string) *codec.Set {
+	t.Helper()
+	keys := map[string][]byte{}
+	for i, id := range ids {
+		keys[id] = bytes.Repeat([]byte{byte(i + 1)}, 32)
+	}
+	c, err := aesgcm.New(current, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return codec.NewSet(c)
+}
+
+// codecOf returns the codec id a stored payload names, or "" for a plain one.
+func codecOf(b []byte) string {
+	e, _ := codec.Unseal(b)
+	return e.ID
+}
+
+// The engine stores only ciphertext (input, step outputs, result) and shows it as such; the job
+// sees plain values; after a key rotation mid-run, replay opens the old payloads with the old key
+// and new ones are written under the new key.
+func TestCodecEndToEnd(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		const card = "4242-4242-4242-4242"
+		v1 := aesSet(t, "k1", "k1")
+		w1 := env.Worker(worker.Config{ID: "w1", Frontend: wrap.Frontend(env.Engine, v1)}, charge)
+		res, err := charge.Enqueue(ctx, wrap.Enqueuer(env.Engine, v1), order{ID: "o1", Card: card})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Await(res.RunID, store.StateSuspended)
+
+		// What the store holds: envelopes under k1, never the card.
+		raw, err := env.Store.HistoryRead(ctx, res.RunID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range raw {
+			if bytes.Contains(e.Data, []byte(card)) {
+				t.Errorf("event %d (%s) holds the card in the clear", e.Seq, e.Kind)
+			}
+		}
+		p, _ := raw[0].Decode()
+		if got := codecOf(p.(history.RunStarted).Input); got != "aesgcm/k1" {
+			t.Errorf("the stored input is under %q, want aesgcm/k1", got)
+		}
+		run, _ := env.Store.RunGet(ctx, res.RunID)
+		if codecOf(run.Input) != "aesgcm/k1" || bytes.Contains(run.Input, []byte(card)) {
+			t.Errorf("the run row's input is not encrypted: %q", run.Input)
+		}
+		// The operator's views show what each payload is, without the key.
+		var dump bytes.Buffer
+		if err := history.Dump(&dump, raw); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(dump.String(), `"output":"encrypted by codec aesgcm/k1, `) {
+			t.Errorf("history dump does not say the step output is encrypted:\n%s", dump.String())
+		}
+		view, err := env.Engine.InspectRun(ctx, res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(view)
+		if !strings.Contains(string(js), "encrypted by codec aesgcm/k1") || strings.Contains(string(js), card) {
+			t.Errorf("jobs show: %s", js)
+		}
+		// With the codec, a library dump shows the plain values.
+		dump.Reset()
+		if err := history.DumpWith(&dump, raw, v1.Open); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(dump.String(), "tok-"+card) {
+			t.Errorf("DumpWith the codec does not show the output:\n%s", dump.String())
+		}
+
+		// A deploy rotates the key while the run sleeps: the new workers encrypt under k2 and
+		// keep k1 to read what was written before.
+		if err := w1.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		v2 := aesSet(t, "k2", "k1", "k2")
+		env.Worker(worker.Config{ID: "w2", Frontend: wrap.Frontend(env.Engine, v2)}, charge)
+		env.Advance(time.Hour)
+		done := env.Await(res.RunID, store.StateCompleted)
+		if codecOf(done.Result) != "aesgcm/k2" {
+			t.Errorf("result under %q, want aesgcm/k2", codecOf(done.Result))
+		}
+		plain, err := v2.Open(done.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := charge.Result(plain)
+		if err != nil || got != "tok-"+card+"|receipt-o1" {
+			t.Errorf("result %q, %v: the replayed step must come back from its k1 payload", got, err)
+		}
+		byName := map[string]string{}
+		for _, e := range env.History(res.RunID) {
+			if e.Kind == history.KindStepCompleted {
+				p, _ := e.Decode()
+				byName[e.Name] = codecOf(p.(history.StepCompleted).Output)
+			}
+		}
+		if byName["tokenize"] != "aesgcm/k1" || byName["receipt"] != "aesgcm/k2" {
+			t.Errorf("step payloads under %v, want tokenize k1 and receipt k2", byName)
+		}
+	})
+}
+
+// A worker without the codec cannot read the input: the attempt fails with X_ENCODING naming the
+// codec, instead of running the job on a zero value.
+func TestCodecMissingFailsLoudly(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: testenv.OpenSQLite(t)})
+	ctx := context.Background()
+	set := aesSet(t, "k1", "k1")
+	once := jobs.MustDefine("once", func(o order) string { return o.ID }, jobs.NoTenant[order](),
+		func(c *jobs.Ctx, o order) (string, error) { return o.Card, nil }, jobs.Queue("q"),
+		jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+	env.Worker(worker.Config{ID: "plain"}, once)
+	res, err := once.Enqueue(ctx, wrap.Enqueuer(env.Engine, set), order{ID: "x", Card: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := env.Await(res.RunID, store.StateFailed)
+	if run.ErrorCode != string(jobs.CodeEncoding) || !strings.Contains(run.Error, "aesgcm/k1") {
+		t.Errorf("failed with %s %q, want X_ENCODING naming aesgcm/k1", run.ErrorCode, run.Error)
+	}
+}

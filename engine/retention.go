@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/store"
+)
+
+// Retention defaults. A week of finished runs is what an operator looks back over (last week's
+// incident, a resend the dedupe window still answers) and bounds a busy deployment's tables to
+// about seven days of its throughput. Dead letters are kept four times longer: each is a to-do
+// for an operator who may still retry it, and a month is long enough to notice one; keeping them
+// forever would let a steady failure rate grow the tables without bound.
+const (
+	DefaultRetention       = 7 * 24 * time.Hour
+	DefaultFailedRetention = 30 * 24 * time.Hour
+	// DefaultRetentionEvery is how often the sweeper runs: often enough that a sweep is small.
+	DefaultRetentionEvery = 10 * time.Minute
+	// DefaultRetentionBatch is the runs one batch (one short transaction) deletes.
+	DefaultRetentionBatch = 500
+	// retentionMaxBatches bounds one sweep; the next sweep goes on where it stopped.
+	retentionMaxBatches = 1000
+)
+
+// RetentionConfig says how long finished runs and their histories are kept.
+type RetentionConfig struct {
+	// Completed is how long completed and cancelled runs are kept after they finished. 0:
+	// DefaultRetention; < 0: forever (no sweeper runs when Failed is < 0 as well).
+	Completed time.Duration
+	// Failed is how long dead letters are kept after they failed. 0: DefaultFailedRetention;
+	// < 0: until an operator retries them, forever.
+	Failed time.Duration
+	// Archive, when set, receives each run and its history before the run is deleted; a run
+	// whose archive fails is not deleted.
+	Archive Archive
+	// Every is the sweeper's interval on the engine's clock. Defaults to DefaultRetentionEvery.
+	Every time.Duration
+	// Batch bounds one batch. Defaults to DefaultRetentionBatch, at most 10,000.
+	Batch int
+}
+
+func (c RetentionConfig) withDefaults() RetentionConfig {
+	if c.Completed == 0 {
+		c.Completed = DefaultRetention
+	}
+	if c.Failed == 0 {
+		c.Failed = DefaultFailedRetention
+	}
+	if c.Every <= 0 {
+		c.Every = DefaultRetentionEvery
+	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultRetentionBatch
+	}
+	c.Batch = store.RetentionLimit(c.Batch)
+	return c
+}
+
+// RetentionReport says what a sweep deleted, or, dry, what it would delete.
+type RetentionReport struct {
+	DryRun bool      `json:"dry_run"`
+	Now    time.Time `json:"now"`
+	// The cut-offs: runs finished before them go. Absent: that state is kept.
+	CompletedBefore *time.Time `json:"completed_before,omitempty"`
+	FailedBefore    *time.Time `json:"failed_before,omitempty"`
+	CancelledBefore *time.Time `json:"cancelled_before,omitempty"`
+	// Runs is how many runs were (would be) deleted, ByState by their state.
+	Runs    int            `json:"runs"`
+	ByState map[string]int `json:"by_state"`
+	// Events is how many history events were deleted (0 on a dry run).
+	Events   int64 `json:"events"`
+	Archived int   `json:"archived"`
+	Batches  int   `json:"batches"`
+	// More is true when the sweep stopped at its bound (or, dry, the listing at 10,000) and
+	// more runs are eligible.
+	More bool `json:"more"`
+	// Oldest lists the first eligible runs (dry run only), oldest finish first.
+	Oldest   []RetainedRun `json:"oldest,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// RetainedRun names one run a dry run would delete.
+type RetainedRun struct {
+	ID         string    `json:"id"`
+	Job        string    `json:"job"`
+	State      string    `json:"state"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// retention is the sweeper's state and metrics.
+type retention struct {
+	cfg     RetentionConfig
+	deleted *prometheus.CounterVec
+	events  prometheus.Counter
+	seconds prometheus.Histogram
+}
+
+func newRetention(cfg RetentionConfig) *retention {
+	return &retention{cfg: cfg.withDefaults(),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobs_retention_deleted_runs_total",
+			Help: "Finished runs deleted by retention, by the state they finished in."}, []string{"state"}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_retention_deleted_events_total",
+			Help: "History events deleted with their runs by retention."}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "jobs_retention_sweep_seconds",
+			Help:    "Time one retention sweep took, all its batches.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 600, 16)}),
+	}
+}
+
+// params are the store's cut-offs at now.
+func (e *Engine) retentionParams(now time.Time, limit int) store.RetentionParams {
+	c := e.retention.cfg
+	p := store.RetentionParams{Limit: limit}
+	if c.Completed > 0 {
+		p.CompletedBefore = now.Add(-c.Completed)
+		p.CancelledBefore = p.CompletedBefore
+	}
+	if c.Failed > 0 {
+		p.FailedBefore = now.Add(-c.Failed)
+	}
+	keep := e.cfg.DedupeRetention
+	if keep <= 0 {
+		keep = DefaultDedupeRetention
+	}
+	p.DedupeFrom = now.Add(-keep)
+	return p
+}
+
+func cutoff(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// SweepRetention deletes the finished runs past their retention now, in batches of one short
+// transaction each, archiving each batch first when an Archive is configured. dryRun deletes
+// nothing and lists what would go. The sweeper calls it on its interval; `engine retention run`
+// calls it through the admin API.
+func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionReport, error) {
+	start := time.Now() // the sweep's duration is a measurement, not a decision: wall clock
+	now := e.clock.Now()
+	c := e.retention.cfg
+	rep := RetentionReport{DryRun: dryRun, Now: now, ByState: map[string]int{}}
+	if dryRun {
+		p := e.retentionParams(now, 10_000)
+		rep.CompletedBefore, rep.FailedBefore, rep.CancelledBefore = cutoff(p.CompletedBefore), cutoff(p.FailedBefore), cutoff(p.CancelledBefore)
+		if p.CompletedBefore.IsZero() && p.FailedBefore.IsZero() {
+			return rep, nil
+		}
+		runs, err := e.store.RetentionCandidates(ctx, p)
+		if err != nil {
+			return rep, err
+		}
+		rep.Runs, rep.More = len(runs), len(runs) == 10_000
+		for i, r := range runs {
+			rep.ByState[string(r.State)]++
+			if i < 20 {
+				rep.Oldest = append(rep.Oldest, RetainedRun{ID: r.ID, Job: r.Job, State: string(r.State), FinishedAt: r.FinishedAt})
+			}
+		}
+		rep.Duration = time.Since(start)
+		return rep, nil
+	}
+	p := e.retentionParams(now, c.Batch)
+	rep.CompletedBefore, rep.FailedBefore, rep.CancelledBefore = cutoff(p.CompletedBefore), cutoff(p.FailedBefore), cutoff(p.CancelledBefore)
+	if p.CompletedBefore.IsZero() && p.FailedBefore.IsZero() {
+		return rep, nil
+	}
+	defer func() {
+		rep.Duration = time.Since(start)
+		e.retention.seconds.Observe(rep.Duration.Seconds())
+	}()
+	stuck := "" // the first run of the last batch that deleted nothing
+	for rep.Batches < retentionMaxBatches {
+		if err := ctx.Err(); err != nil {
+			return rep, jobs.Wrap(jobs.CodeStoreUnavailable, err, "retention sweep")
+		}
+		runs, err := e.store.RetentionCandidates(ctx, p)
+		if err != nil {
+			return rep, err
+		}
+		if len(runs) == 0 {
+			return rep, nil
+		}
+		ids := make([]string, 0, len(runs))
+		state := make(map[string]store.State, len(runs))
+		for _, r := range runs {
+			if c.Archive != nil {
+				evs, err := e.store.HistoryRead(ctx, r.ID, 0, 0)
+				if jobs.CodeOf(err) == jobs.CodeRunNotFound {
+					continue // another engine's sweep took it
+				}
+				if err != nil {
+					return rep, err
+				}
+				if err := c.Archive.ArchiveRun(ctx, r, evs); err != nil {
+					// Nothing of this batch is deleted unless it was archived first.
+					return rep, jobs.Wrap(jobs.CodeStoreUnavailable, err, "retention: archive run %s", r.ID)
+				}
+				rep.Archived++
+			}
+			ids = append(ids, r.ID)
+			state[r.ID] = r.State
+		}
+		rep.Batches++
+		if len(ids) == 0 {
+			continue // every run of the batch vanished while it was archived: list again
+		}
+		res, err := e.store.RetentionDelete(ctx, p, ids)
+		if err != nil {
+			return rep, err
+		}
+		for _, id := range res.Runs {
+			rep.ByState[string(state[id])]++
+			e.retention.deleted.WithLabelValues(string(state[id])).Inc()
+		}
+		rep.Runs += len(res.Runs)
+		rep.Events += res.Events
+		e.retention.events.Add(float64(res.Events))
+		if len(runs) < c.Batch {
+			return rep, nil
+		}
+		if len(res.Runs) == 0 {
+			// None deleted: another sweep (another engine) took them, or holds them locked, or
+			// they changed. If the next listing starts with the same run, they are stuck for
+			// now: leave them to the next sweep rather than spin on them.
+			if stuck == ids[0] {
+				rep.More = true
+				return rep, nil
+			}
+			stuck = ids[0]
+		} else {
+			stuck = ""
+		}
+	}
+	rep.More = true
+	return rep, nil
+}
+
+// retentionLoop sweeps on the engine's clock every Every, the first time one interval after the
+// start (a restart loop must not sweep on every start).
+func (e *Engine) retentionLoop(ctx context.Context) {
+	c := e.retention.cfg
+	if c.Completed < 0 && c.Failed < 0 {
+		return
+	}
+	for {
+		t := e.clock.NewTimer(c.Every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		rep, err := e.SweepRetention(ctx, false)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.log.Warn("jobs.retention.sweep-failed", "err", err, "deleted", rep.Runs)
+		case rep.Runs > 0:
+			e.log.Info("jobs.retention.swept", "runs", rep.Runs, "events", rep.Events,
+				"archived", rep.Archived, "batches", rep.Batches, "more", rep.More, "took", rep.Duration)
+		}
+	}
+}

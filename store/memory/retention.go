@@ -1,0 +1,80 @@
+package memory
+
+import (
+	"context"
+	"sort"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// protected returns the runs a dedupe id inside its window names. The reference model scans the
+// ids; the SQL backends probe an index on dedupe.run_id per candidate.
+func (s *Store) protected(p store.RetentionParams) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range s.dedupe {
+		if !d.at.Before(p.DedupeFrom) {
+			out[d.runID] = true
+		}
+	}
+	return out
+}
+
+// RetentionCandidates implements store.Retention. It scans every run: the reference model is
+// written to be obviously right, and a sweep is rare next to claims and commits.
+func (s *Store) RetentionCandidates(ctx context.Context, p store.RetentionParams) ([]store.Run, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	keep := s.protected(p)
+	var out []store.Run
+	for _, r := range s.runs {
+		if p.Eligible(r.run) && !keep[r.run.ID] {
+			out = append(out, r.run)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].FinishedAt.Equal(out[j].FinishedAt) {
+			return out[i].FinishedAt.Before(out[j].FinishedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if n := store.RetentionLimit(p.Limit); len(out) > n {
+		out = out[:n]
+	}
+	for i := range out {
+		out[i] = cloneRun(out[i])
+	}
+	return out, nil
+}
+
+// RetentionDelete implements store.Retention.
+func (s *Store) RetentionDelete(ctx context.Context, p store.RetentionParams, ids []string) (store.RetentionDeleted, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.RetentionDeleted{}, err
+	}
+	defer s.mu.Unlock()
+	keep := s.protected(p)
+	var out store.RetentionDeleted
+	gone := map[string]bool{}
+	for _, id := range ids[:min(len(ids), store.RetentionLimit(p.Limit))] {
+		r := s.runs[id]
+		if r == nil || gone[id] || keep[id] || !p.Eligible(r.run) {
+			continue
+		}
+		s.clearTimersAndWaits(r)
+		s.unindex(r)
+		delete(s.runs, id)
+		gone[id] = true
+		out.Runs = append(out.Runs, id)
+		out.Events += int64(len(r.events))
+	}
+	if len(gone) > 0 {
+		for did, d := range s.dedupe {
+			if gone[d.runID] {
+				delete(s.dedupe, did)
+			}
+		}
+	}
+	return out, nil
+}

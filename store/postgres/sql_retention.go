@@ -1,0 +1,37 @@
+package postgres
+
+// Retention (see retention.go). Rendered per schema with render, like sql_dedupe.go. $1 is the
+// latest cut-off, so the scan walks runs_finished from its oldest entry; $2…$4 are the cut-offs
+// per state (the zero time keeps a state: no finished_at is before it); $5 protects the runs a
+// dedupe id inside its window names.
+const (
+	sqlRetentionEligible = `r.finished_at < $1
+	AND ((r.state = 'completed' AND r.finished_at < $2) OR (r.state = 'failed' AND r.finished_at < $3)
+	  OR (r.state = 'cancelled' AND r.finished_at < $4))
+	AND NOT EXISTS (SELECT 1 FROM {S}.dedupe d WHERE d.run_id = r.id AND d.created_at >= $5)`
+
+	sqlRetentionCandidates = `SELECT {RUN_R} FROM {S}.runs r WHERE ` + sqlRetentionEligible + `
+ORDER BY r.finished_at, r.id LIMIT $6`
+
+	// sqlRetentionDelete is one statement, so one short transaction: it locks the batch's runs
+	// that are still eligible, skipping any another transaction holds (an operator's retry, a
+	// late cancel: checked again next sweep), and deletes them with all that is theirs. The
+	// re-check under the lock is what keeps a run retried since it was listed.
+	sqlRetentionDelete = `WITH doomed AS (
+	SELECT r.id FROM {S}.runs r WHERE r.id = ANY($6::text[]) AND ` + sqlRetentionEligible + `
+	FOR UPDATE SKIP LOCKED
+), h AS (
+	DELETE FROM {S}.history WHERE run_id IN (SELECT id FROM doomed) RETURNING 1
+), t AS (
+	DELETE FROM {S}.timers WHERE run_id IN (SELECT id FROM doomed)
+), w AS (
+	DELETE FROM {S}.waits WHERE run_id IN (SELECT id FROM doomed)
+), dl AS (
+	DELETE FROM {S}.deliveries WHERE run_id IN (SELECT id FROM doomed)
+), dd AS (
+	DELETE FROM {S}.dedupe WHERE run_id IN (SELECT id FROM doomed)
+), gone AS (
+	DELETE FROM {S}.runs WHERE id IN (SELECT id FROM doomed) RETURNING id
+)
+SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM gone), '{}'::text[]), (SELECT count(*) FROM h)`
+)
