@@ -48,12 +48,22 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 // Sleep suspends the run for d, measured from when the run first reached this call. A suspended
 // run holds no worker: it is woken by the timer service, on any worker. Suspension is control
 // flow, never a failure, and spends no attempt.
+//
+// name is the sleep's identity in the history, like a step's: it must be unique in the run and
+// stable across deploys. Keep it independent of d ("grace-period", not "sleep-72h"), so a deploy
+// that changes the duration still replays the runs asleep under the old one (they wake at the
+// time recorded when they fell asleep).
 func Sleep(c *Ctx, name string, d time.Duration) error {
 	return c.rt.Sleep(c, name, d)
 }
 
-// SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s"); it suits a run
-// that sleeps for a given duration once.
+// SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s").
+//
+// Hazard: because the name is the duration, changing d in a deploy changes the call's identity,
+// and every run asleep at that moment fails to replay (X_REPLAY_DIVERGED, the run is blocked);
+// two SleepFor calls of the same duration in one run are X_STEP_DUPLICATE. Prefer Sleep with a
+// name of its own. SleepFor suits only a duration that will never change, such as a constant
+// written into the protocol the job implements.
 func SleepFor(c *Ctx, d time.Duration) error {
 	return c.rt.Sleep(c, "sleep:"+d.String(), d)
 }
