@@ -73,14 +73,25 @@ type Match map[string]any
 
 // WaitForEvent suspends the run until an event named event whose fields equal match is
 // published, and returns its payload decoded as T with received true. When timeout passes first
-// it returns received false and no error: a timeout is an outcome, not a failure. An event
-// published shortly before the wait (within the engine's lookback window) still matches.
-func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration) (payload T, received bool, err error) {
+// it returns received false and no error: a timeout is an outcome, not a failure.
+//
+// An event published shortly before the wait (within the engine's lookback window) still
+// matches, whichever run it was published for: a second run waiting on the same name and fields
+// takes an event the first run also took, while it is in the window. WithLookback narrows that to
+// events since the run started (LookbackSinceRunStart) or to none at all (LookbackNone).
+func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration, opts ...WaitOption) (payload T, received bool, err error) {
 	var zero T
 	if timeout <= 0 {
 		return zero, false, Errorf(CodeBadRequest, "wait %q: timeout must be positive, got %s", name, timeout)
 	}
-	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout)
+	var o WaitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.Lookback.Valid() {
+		return zero, false, Errorf(CodeBadRequest, "wait %q: lookback %q: want %q, %q or %q", name, o.Lookback, LookbackWindow, LookbackSinceRunStart, LookbackNone)
+	}
+	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout, o)
 	if err != nil || !ok {
 		return zero, false, err
 	}
