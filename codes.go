@@ -71,6 +71,9 @@ const (
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
 	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
+	// Developer experience: what a CLI user or a second process runs into.
+	CodeStoreLocked       Code = "X_STORE_LOCKED"
+	CodeEngineUnreachable Code = "X_ENGINE_UNREACHABLE"
 )
 
 // CodeInfo is one row of the registry.
@@ -130,6 +133,8 @@ var codeTable = []CodeInfo{
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
+	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},
+	{CodeEngineUnreachable, Retryable, "the engine's API could not be reached (nothing listens at the address, or the connection failed)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

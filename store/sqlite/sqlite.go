@@ -85,6 +85,15 @@ type Config struct {
 	// Clock stamps the migration ledger's applied_at; the store's methods never read it (their
 	// times are passed in). Defaults to clock.Real{}.
 	Clock clock.Clock
+
+	// ReadOnly opens the file to read only: no lock is taken (an engine may hold the file), no
+	// migration is applied, and every write is refused by SQLite (query_only). For tools and
+	// tests that look at an engine's database while it runs.
+	ReadOnly bool
+
+	// unlocked skips the one-engine-per-file lock: only for this package's tests of the store's
+	// rules between two stores sharing a file, which the lock otherwise refuses.
+	unlocked bool
 }
 
 const (
@@ -98,6 +107,7 @@ type Store struct {
 	r      *sql.DB // the read pool
 	wStmts *stmtCache
 	rStmts *stmtCache
+	lock   *fileLock // held while open: one engine per database file (lock.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -115,9 +125,30 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: create the directory of %s", cfg.Path)
 		}
 	}
+	lock := &fileLock{}
+	if !cfg.unlocked && !cfg.ReadOnly {
+		l, err := acquire(cfg.Path)
+		if err != nil {
+			return nil, err
+		}
+		lock = l
+	}
+	st, err := open(ctx, cfg)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	st.lock = lock
+	return st, nil
+}
+
+func open(ctx context.Context, cfg Config) (*Store, error) {
 	busy := fmt.Sprintf(pragmaBusyTimeout, cfg.BusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(cfg.Path, busy, pragmaWAL, pragmaForeignKeys,
-		fmt.Sprintf(pragmaSynchronous, cfg.Synchronous)))
+	pragmas := []string{busy, pragmaWAL, pragmaForeignKeys, fmt.Sprintf(pragmaSynchronous, cfg.Synchronous)}
+	if cfg.ReadOnly {
+		pragmas = []string{busy, pragmaQueryOnly, pragmaForeignKeys}
+	}
+	w, err := sql.Open("sqlite", dsn(cfg.Path, pragmas...))
 	if err != nil {
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
@@ -133,9 +164,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
-	if err := migrate(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
-		w.Close()
-		return nil, err
+	if !cfg.ReadOnly {
+		if err := migrate(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	wStmts := newStmtCache(w)
 	if err := wStmts.prepare(ctx, writeStatements...); err != nil {
@@ -210,6 +243,7 @@ func (s *Store) Close() error {
 		s.rStmts.close()
 		s.wStmts.close()
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.lock.release()
 	})
 	return s.closeErr
 }
