@@ -235,7 +235,7 @@ func TestServeAndDrain(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("the engine did not start:\n%s", stderr.String())
 	}
-	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--key", "k", "--no-tenant", "--server", addr, "--token", "t"), 0, "")
+	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--server", addr, "--token", "t"), 0, "")
 	cancel()
 	select {
 	case code := <-done:

@@ -53,6 +53,15 @@ func (o *dbOptions) postgres() (bool, error) {
 		"--database-url / DATABASE_URL names a %q database; the engine runs on Postgres (postgres://…) or, with no URL, on SQLite", scheme)
 }
 
+// check refuses flags that would be silently ignored: a schema names a Postgres schema, and
+// without a URL the engine runs on SQLite, which has none.
+func (o *dbOptions) check(cmd *cobra.Command) error {
+	if o.url == "" && cmd.Flags().Changed("database-schema") {
+		return cli.Usage("--database-schema %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", o.schema)
+	}
+	return nil
+}
+
 func (o *dbOptions) sqlitePath() string { return filepath.Join(o.dataDir, "jobs.db") }
 
 // describe names the database for logs, without the URL's password.
@@ -157,6 +166,9 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 	if _, err := o.db.postgres(); err != nil {
 		return err
 	}
+	if err := o.db.check(cmd); err != nil {
+		return err
+	}
 	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
 	if err != nil {
 		return err
@@ -210,6 +222,9 @@ func newMigrateCmd() *cobra.Command {
 			"once); SQLite migrates on open as well.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(cmd); err != nil {
+				return err
+			}
 			if err := o.migrate(cmd.Context()); err != nil {
 				return err
 			}

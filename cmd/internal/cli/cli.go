@@ -126,13 +126,14 @@ func Logger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, Usage("--log-format %q: want text or json", format)
 }
 
-// FxLogger routes fx's own events to log, quietly: its step-by-step wiring at debug, its errors
-// at error.
+// FxLogger routes fx's own events to log, quietly: its step-by-step wiring and its errors at
+// debug. A failed start's error reaches the user once, cleanly, as "X_CODE: message" from
+// Execute; fx's own account of it (the constructor chain, a stack trace) is for --log-level debug.
 func FxLogger(log *slog.Logger) fx.Option {
 	return fx.WithLogger(func() fxevent.Logger {
 		l := &fxevent.SlogLogger{Logger: log}
 		l.UseLogLevel(slog.LevelDebug)
-		l.UseErrorLevel(slog.LevelError)
+		l.UseErrorLevel(slog.LevelDebug)
 		return l
 	})
 }
