@@ -151,3 +151,31 @@ func TestStartRefusesBadOptions(t *testing.T) {
 func memoryEngine(t *testing.T) *engine.Engine {
 	return testenv.Start(t, testenv.Options{Store: memory.New()}).Engine
 }
+
+// The worker logs one readable line per claim at info (outcome and duration); QuietRuns drops it.
+func TestOneLinePerRun(t *testing.T) {
+	t.Parallel()
+	for _, quiet := range []bool{false, true} {
+		env := testenv.Start(t, testenv.Options{Store: memory.New(), Clock: clock.Real{}})
+		var logs testenv.LogBuffer
+		reg, _ := jobs.NewRegistry(sendInvoice)
+		h, err := host.Start(context.Background(), host.Options{Frontend: env.Engine, Registry: reg, Logger: logs.Logger(),
+			Worker: worker.Config{PollWait: 200 * time.Millisecond, QuietRuns: quiet}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := sendInvoice.Enqueue(context.Background(), env.Engine, invoice{ID: "inv-log"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Await(run.RunID, store.StateCompleted)
+		if err := h.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		line := "msg=jobs.run worker="
+		has := strings.Contains(logs.String(), line) && strings.Contains(logs.String(), "run="+run.RunID+" job=send-invoice attempt=1 outcome=completed took=")
+		if has == quiet {
+			t.Errorf("quiet=%v, logged:\n%s", quiet, logs.String())
+		}
+	}
+}

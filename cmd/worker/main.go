@@ -48,6 +48,7 @@ type options struct {
 	metricsAddr     string
 	logLevel        string
 	logFormat       string
+	logRuns         bool
 }
 
 func newRootCmd() *cobra.Command {
@@ -84,6 +85,7 @@ func newRootCmd() *cobra.Command {
 		"serve /metrics (jobs_total, job_leases_lost_total, …) on this address; empty: off [$JOBS_METRICS_ADDR]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	f.BoolVar(&o.logRuns, "log-runs", true, "log one info line per claim of a run (jobs.run: outcome, duration); --log-runs=false for none")
 	return cmd
 }
 
@@ -151,6 +153,7 @@ func serve(cmd *cobra.Command, o *options) error {
 		return err
 	}
 	return host.Run(cmd.Context(), host.Options{Engine: server, Token: o.token, Registry: reg, Logger: log,
-		Worker:      worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat},
+		Worker: worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat,
+			QuietRuns: !o.logRuns},
 		MetricsAddr: o.metricsAddr, DrainTimeout: o.drainTimeout})
 }
