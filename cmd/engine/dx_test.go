@@ -92,3 +92,13 @@ func TestBadDatabaseURLPrintsACleanError(t *testing.T) {
 		}
 	}
 }
+
+// A command group run without a subcommand, or with an unknown one, is a usage error (exit 2).
+func TestGroupsRequireASubcommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	expect(t, runCmd(ctx, "jobs"), 2, `X_BAD_REQUEST: "engine jobs" needs a subcommand`)
+	expect(t, runCmd(ctx, "jobs", "bogus"), 2, `X_BAD_REQUEST: unknown command "bogus" for "engine jobs"`)
+	expect(t, runCmd(ctx, "events"), 2, "X_BAD_REQUEST: ")
+	expect(t, runCmd(ctx, "jobs", "--help"), 0, "")
+}
