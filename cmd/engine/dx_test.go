@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
 )
@@ -101,4 +103,34 @@ func TestGroupsRequireASubcommand(t *testing.T) {
 	expect(t, runCmd(ctx, "jobs", "bogus"), 2, `X_BAD_REQUEST: unknown command "bogus" for "engine jobs"`)
 	expect(t, runCmd(ctx, "events"), 2, "X_BAD_REQUEST: ")
 	expect(t, runCmd(ctx, "jobs", "--help"), 0, "")
+}
+
+// A second migrate says the database is already up to date, on SQLite and (with
+// TEST_DATABASE_URL) Postgres.
+func TestSecondMigrateIsUpToDate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbs := [][]string{{"--database-url", "", "--data-dir", t.TempDir()}}
+	if url, schema := freshSchemaIfAny(t); url != "" {
+		dbs = append(dbs, []string{"--database-url", url, "--database-schema", schema})
+	}
+	for _, db := range dbs {
+		r := runCmd(ctx, append([]string{"migrate"}, db...)...)
+		expect(t, r, 0, "")
+		if !strings.HasPrefix(r.stdout, "migrated ") || !strings.Contains(r.stdout, "migrations applied") {
+			t.Fatalf("first migrate printed %q", r.stdout)
+		}
+		r = runCmd(ctx, append([]string{"migrate"}, db...)...)
+		expect(t, r, 0, "")
+		if !strings.Contains(r.stdout, "is already up to date") {
+			t.Fatalf("second migrate printed %q", r.stdout)
+		}
+	}
+}
+
+func freshSchemaIfAny(t *testing.T) (url, schema string) {
+	if os.Getenv("TEST_DATABASE_URL") == "" {
+		return "", ""
+	}
+	return testenv.FreshSchema(t)
 }

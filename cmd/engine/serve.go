@@ -90,22 +90,22 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger) (store.Store, er
 	return sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
 }
 
-// migrate brings the schema up to date and returns.
-func (o *dbOptions) migrate(ctx context.Context) error {
+// migrate brings the schema up to date and returns how many migrations it applied.
+func (o *dbOptions) migrate(ctx context.Context) (int, error) {
 	pg, err := o.postgres()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pg {
-		return postgres.Migrate(ctx, postgres.Config{URL: o.url, Schema: o.schema})
+		return postgres.MigrateCount(ctx, postgres.Config{URL: o.url, Schema: o.schema})
 	}
 	// SQLite migrates as it opens: the file is the engine's alone, so there is no separate
 	// deploy step to coordinate.
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return st.Close()
+	return st.Migrated(), st.Close()
 }
 
 type serveOptions struct {
@@ -225,10 +225,15 @@ func newMigrateCmd() *cobra.Command {
 			if err := o.check(cmd); err != nil {
 				return err
 			}
-			if err := o.migrate(cmd.Context()); err != nil {
+			n, err := o.migrate(cmd.Context())
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "migrated %s\n", o.describe())
+			if n == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is already up to date\n", o.describe())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "migrated %s (%d migrations applied)\n", o.describe(), n)
+			}
 			return nil
 		},
 	}

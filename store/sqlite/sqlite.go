@@ -108,6 +108,8 @@ type Store struct {
 	wStmts *stmtCache
 	rStmts *stmtCache
 	lock   *fileLock // held while open: one engine per database file (lock.go)
+	// migrated is how many migrations Open applied (0: the file was up to date).
+	migrated int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -164,8 +166,9 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
+	migrated := 0
 	if !cfg.ReadOnly {
-		if err := migrate(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
+		if migrated, err = migrateCount(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -190,7 +193,7 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
-	return &Store{w: w, r: r, wStmts: wStmts, rStmts: newStmtCache(r)}, nil
+	return &Store{w: w, r: r, wStmts: wStmts, rStmts: newStmtCache(r), migrated: migrated}, nil
 }
 
 func (cfg *Config) defaults() error {
@@ -488,3 +491,6 @@ func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 	}
 	return out, rows.Close()
 }
+
+// Migrated returns how many migrations Open applied: 0 when the file was already up to date.
+func (s *Store) Migrated() int { return s.migrated }
