@@ -89,8 +89,16 @@ func TestRunRemote(t *testing.T) {
 	if st, body := get(t, base+"/readyz"); st != 200 || body != "ready\n" {
 		t.Errorf("/readyz %d %q", st, body)
 	}
-	if st, body := get(t, base+"/metrics"); st != 200 || !strings.Contains(body, `jobs_total{`) || !strings.Contains(body, "go_goroutines") {
-		t.Errorf("/metrics %d: %.400s", st, body)
+	// The worker counts the run just after its completion landed: poll briefly.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, body := get(t, base+"/metrics")
+		ok := st == 200 && strings.Contains(body, `jobs_total{`) && strings.Contains(body, "go_goroutines")
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics %d without jobs_total: %.400s", st, body)
+		}
 	}
 	if err := h.Stop(context.Background()); err != nil {
 		t.Fatal(err)
