@@ -1,6 +1,6 @@
 // Package jobstest runs an application's jobs in a test: an in-process engine on the memory
 // store (or a SQLite file in the test's temp dir) with a fake clock, a worker hosting the jobs
-// under test, and helpers to drive and inspect runs: run to completion, advance time, publish
+// under test, and functions to drive and inspect runs: run to completion, advance time, publish
 // events, and assertions over a run's history (steps recorded, state, result).
 //
 //	env := jobstest.New(t, jobstest.Options{}, Onboarding)
@@ -11,7 +11,7 @@
 //	env.AssertCompleted(run)
 //	env.AssertSteps(run, "step:provision", "sleep:grace-period", "wait:plan", "step:welcome")
 //
-// Everything is stopped at the test's cleanup. Helpers fail the test (t.Fatal) rather than return
+// Everything is stopped at the test's cleanup. These functions fail the test (t.Fatal) rather than return
 // errors, so a test reads as the story it checks.
 package jobstest
 

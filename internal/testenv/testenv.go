@@ -1,5 +1,5 @@
 // Package testenv wires an engine and workers over a store for the project's own tests, with
-// helpers to wait for a run to reach a state. It builds on the public test kit (jobstest) and adds
+// functions to wait for a run to reach a state. It builds on the public test kit (jobstest) and adds
 // what only the project needs: every backend including Postgres, real clocks, the engine's knobs. It is the one place tests build the system, so every backend's tests
 // start it the same way.
 package testenv

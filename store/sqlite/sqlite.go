@@ -87,7 +87,7 @@ type Config struct {
 	Clock clock.Clock
 
 	// ReadOnly opens the file to read only: no lock is taken (an engine may hold the file), no
-	// migration is applied, and every write is refused by SQLite (query_only). For tools and
+	// migration is applied, and every write is refused by SQLite (query_only). For programs and
 	// tests that look at an engine's database while it runs.
 	ReadOnly bool
 
