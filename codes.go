@@ -77,6 +77,9 @@ const (
 	CodeNotChild    Code = "X_NOT_CHILD"
 	// Trace and actor (actor.go).
 	CodeActorInvalid Code = "X_ACTOR_INVALID"
+	// Developer experience: what a CLI user or a second process runs into.
+	CodeStoreLocked       Code = "X_STORE_LOCKED"
+	CodeEngineUnreachable Code = "X_ENGINE_UNREACHABLE"
 )
 
 // CodeInfo is one row of the registry.
@@ -140,6 +143,8 @@ var codeTable = []CodeInfo{
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
 	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
+	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},
+	{CodeEngineUnreachable, Retryable, "the engine's API could not be reached (nothing listens at the address, or the connection failed)"},
 }
 
 // Codes returns the registry: every engine code with its class and meaning, in a stable order.

@@ -53,8 +53,8 @@ type Runtime interface {
 	// Sleep suspends the run until d from the moment it was first reached.
 	Sleep(c *Ctx, name string, d time.Duration) error
 	// WaitForEvent suspends the run until a matching event or the timeout; received is false on
-	// timeout.
-	WaitForEvent(c *Ctx, name, event string, match map[string]any, timeout time.Duration) (payload []byte, received bool, err error)
+	// timeout. opts.Lookback bounds which earlier events may satisfy it.
+	WaitForEvent(c *Ctx, name, event string, match map[string]any, timeout time.Duration, opts WaitOptions) (payload []byte, received bool, err error)
 }
 
 // NewCtx builds the Ctx a body runs under. It is for runtimes (the worker, replay.Check), not for

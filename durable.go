@@ -48,12 +48,22 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 // Sleep suspends the run for d, measured from when the run first reached this call. A suspended
 // run holds no worker: it is woken by the timer service, on any worker. Suspension is control
 // flow, never a failure, and spends no attempt.
+//
+// name is the sleep's identity in the history, like a step's: it must be unique in the run and
+// stable across deploys. Keep it independent of d ("grace-period", not "sleep-72h"), so a deploy
+// that changes the duration still replays the runs asleep under the old one (they wake at the
+// time recorded when they fell asleep).
 func Sleep(c *Ctx, name string, d time.Duration) error {
 	return c.rt.Sleep(c, name, d)
 }
 
-// SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s"); it suits a run
-// that sleeps for a given duration once.
+// SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s").
+//
+// Hazard: because the name is the duration, changing d in a deploy changes the call's identity,
+// and every run asleep at that moment fails to replay (X_REPLAY_DIVERGED, the run is blocked);
+// two SleepFor calls of the same duration in one run are X_STEP_DUPLICATE. Prefer Sleep with a
+// name of its own. SleepFor suits only a duration that will never change, such as a constant
+// written into the protocol the job implements.
 func SleepFor(c *Ctx, d time.Duration) error {
 	return c.rt.Sleep(c, "sleep:"+d.String(), d)
 }
@@ -63,14 +73,25 @@ type Match map[string]any
 
 // WaitForEvent suspends the run until an event named event whose fields equal match is
 // published, and returns its payload decoded as T with received true. When timeout passes first
-// it returns received false and no error: a timeout is an outcome, not a failure. An event
-// published shortly before the wait (within the engine's lookback window) still matches.
-func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration) (payload T, received bool, err error) {
+// it returns received false and no error: a timeout is an outcome, not a failure.
+//
+// An event published shortly before the wait (within the engine's lookback window) still
+// matches, whichever run it was published for: a second run waiting on the same name and fields
+// takes an event the first run also took, while it is in the window. WithLookback narrows that to
+// events since the run started (LookbackSinceRunStart) or to none at all (LookbackNone).
+func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration, opts ...WaitOption) (payload T, received bool, err error) {
 	var zero T
 	if timeout <= 0 {
 		return zero, false, Errorf(CodeBadRequest, "wait %q: timeout must be positive, got %s", name, timeout)
 	}
-	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout)
+	var o WaitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.Lookback.Valid() {
+		return zero, false, Errorf(CodeBadRequest, "wait %q: lookback %q: want %q, %q or %q", name, o.Lookback, LookbackWindow, LookbackSinceRunStart, LookbackNone)
+	}
+	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout, o)
 	if err != nil || !ok {
 		return zero, false, err
 	}

@@ -34,7 +34,7 @@ var Onboard = jobs.MustDefine("onboard-org",
 		if err != nil {
 			return "", err
 		}
-		if err := jobs.SleepFor(ctx, 72*time.Hour); err != nil { // holds no worker while asleep
+		if err := jobs.Sleep(ctx, "grace-period", 72*time.Hour); err != nil { // holds no worker while asleep
 			return "", err
 		}
 		plan, ok, err := jobs.WaitForEvent[PlanChosen](ctx, "plan", "plan.chosen", jobs.Match{"orgId": in.OrgID}, 14*24*time.Hour)
@@ -81,7 +81,7 @@ func Example() {
 	// deduped: true true
 	// completed
 	// step provision completed
-	// sleep sleep:72h0m0s woke
+	// sleep grace-period woke
 	// wait plan received
 	// step welcome completed
 }

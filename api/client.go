@@ -336,6 +336,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if errors.Is(err, context.DeadlineExceeded) {
 		return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s within %s", c.base, path, timeout)
 	}
+	if neverSent(err) {
+		return response{}, jobs.Wrap(jobs.CodeEngineUnreachable, err, "cannot reach the engine at %s (is it running, and is --server right?)", c.base)
+	}
 	return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s", c.base, path)
 }
 

@@ -59,6 +59,8 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeStoreUnavailable:  http.StatusServiceUnavailable,
 	jobs.CodeCommitUnknown:     http.StatusServiceUnavailable,
 	jobs.CodeDriverUnavailable: http.StatusServiceUnavailable,
+	jobs.CodeStoreLocked:       http.StatusServiceUnavailable,
+	jobs.CodeEngineUnreachable: http.StatusBadGateway,
 	jobs.CodeTimeout:           http.StatusGatewayTimeout,
 	jobs.CodeStepTimeout:       http.StatusGatewayTimeout,
 	// The scheduler: an unknown schedule or none running; a fire refused by the leader lease.

@@ -549,7 +549,7 @@ func retryLedger[T any](c *jobs.Ctx, fn func() (T, error)) (T, error) {
 			return v, nil
 		}
 		switch jobs.CodeOf(err) {
-		case jobs.CodeStoreUnavailable, jobs.CodeCommitUnknown, jobs.CodeInternal:
+		case jobs.CodeStoreUnavailable, jobs.CodeEngineUnreachable, jobs.CodeCommitUnknown, jobs.CodeInternal:
 		default:
 			return v, err
 		}

@@ -74,6 +74,9 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		if err := inBounds("timeout", c.TimeoutAt); err != nil {
 			return err
 		}
+		if !jobs.Lookback(c.Lookback).Valid() {
+			return bad("lookback %q: want \"\", %q or %q", c.Lookback, jobs.LookbackSinceRunStart, jobs.LookbackNone)
+		}
 		if len(c.Match) > maxMatchPairs {
 			return bad("the match has %d pairs; the limit is %d", len(c.Match), maxMatchPairs)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
@@ -25,6 +26,7 @@ type ledger struct {
 	names   map[string]int64 // durable-call name → the seq that recorded it
 	attempt int
 	job     string // from RunStarted
+	started time.Time
 }
 
 // versionKey is a change point's key among a ledger's names. Change ids are their own namespace
@@ -48,7 +50,7 @@ func (l *ledger) fold(events []history.Event) error {
 			if err != nil {
 				return err
 			}
-			l.job = p.(history.RunStarted).Job
+			l.job, l.started = p.(history.RunStarted).Job, ev.At
 		case history.KindStepCompleted, history.KindTimerStarted, history.KindEventWaitStarted:
 			l.names[ev.Name] = ev.Seq
 		case history.KindVersionMarked:
@@ -155,6 +157,6 @@ func (e *Engine) seedLedger(r store.Run) {
 		return
 	}
 	l := newLedger()
-	l.seq, l.job = 1, r.Job
+	l.seq, l.job, l.started = 1, r.Job, r.CreatedAt
 	e.ledgers.PeekOrAdd(r.ID, l)
 }

@@ -68,7 +68,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	l, err := e.ledgerAt(ctx, req.RunID, req.AfterSeq)
 	if err == nil {
 		err = checkLedger(req.RunID, l, req.Commands)
-		job := l.job
+		job, started := l.job, l.started
 		l.mu.Unlock()
 		if err == nil && e.exhaust(ctx, job, req.Commands) {
 			// The engine, not the worker, holds the attempt ceiling: rebuild what the record means.
@@ -77,6 +77,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 				r.m = m
 			}
 		}
+		sinceRunStart(r.m, req.Commands, started)
 	}
 	if err != nil {
 		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
@@ -165,7 +166,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			timedOut := history.New(c.TimeoutAt, history.EventWaitTimedOut{WaitName: c.Name})
 			m.State, m.Sticky = store.StateSuspended, c.Sticky
 			m.Timers = append(m.Timers, store.Timer{Key: timerWait + c.Name, DueAt: c.TimeoutAt, Fire: &timedOut})
-			m.Wait = &store.Wait{Name: c.Name, Event: c.Event, Match: c.Match, LookbackFrom: now.Add(-e.cfg.Lookback)}
+			m.Wait = &store.Wait{Name: c.Name, Event: c.Event, Match: c.Match, LookbackFrom: e.lookbackFrom(c.Lookback, now)}
 		case frontend.CmdComplete:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.RunCompleted{Result: c.Output}))

@@ -118,6 +118,9 @@ type Command struct {
 	Event     string    `msgpack:"event,omitempty"`
 	Match     []string  `msgpack:"match,omitempty"`
 	TimeoutAt time.Time `msgpack:"timeout_at,omitempty"`
+	// Lookback bounds the events published before the wait that may satisfy it (jobs.Lookback:
+	// "" the engine's window, "since-run-start", "none").
+	Lookback string `msgpack:"lookback,omitempty"`
 	// Sticky: the worker keeps the suspended run parked and wants first call on its wake-up.
 	Sticky bool `msgpack:"sticky,omitempty"`
 	// Fail and block.

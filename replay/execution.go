@@ -464,7 +464,7 @@ func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 	return nil
 }
 
-func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[string]any, timeout time.Duration) ([]byte, bool, error) {
+func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[string]any, timeout time.Duration, opts jobs.WaitOptions) ([]byte, bool, error) {
 	e := (*Execution)(r)
 	keys, err := history.MatchKeys(match)
 	if err != nil {
@@ -474,7 +474,7 @@ func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[st
 	if idx < 0 {
 		e.spanEvent("jobs.wait", AttrCall.String(name), AttrEvent.String(event))
 		if _, err := e.record([]frontend.Command{{Kind: frontend.CmdWait, Name: name, Event: event, Match: keys,
-			TimeoutAt: e.cfg.Clock.Now().Add(timeout), Sticky: e.cfg.Park}}); err != nil {
+			TimeoutAt: e.cfg.Clock.Now().Add(timeout), Sticky: e.cfg.Park, Lookback: string(opts.Lookback)}}); err != nil {
 			e.undo(name)
 			return nil, false, err
 		}

@@ -26,7 +26,7 @@ func (w *Worker) pollResult(queue string, err error) {
 }
 
 // Ready returns nil when the worker is started and no queue's last poll failed; otherwise an
-// error that says why (X_DRAINING before Start and after Stop, X_STORE_UNAVAILABLE naming the
+// error that says why (X_DRAINING before Start and after Stop, X_ENGINE_UNREACHABLE naming the
 // queues whose poll failed).
 func (w *Worker) Ready() error {
 	w.mu.Lock()
@@ -39,7 +39,7 @@ func (w *Worker) Ready() error {
 	default:
 		// Pollers wait for the session to start, so no poll has failed yet: the engine has not
 		// answered the worker at all.
-		return jobs.Errorf(jobs.CodeStoreUnavailable, "worker %s has not reached the engine yet (starting its session)", w.cfg.ID)
+		return jobs.Errorf(jobs.CodeEngineUnreachable, "worker %s has not reached the engine yet (starting its session)", w.cfg.ID)
 	}
 	if len(w.pollErrs) == 0 {
 		return nil
@@ -49,5 +49,5 @@ func (w *Worker) Ready() error {
 		qs = append(qs, q+": "+err.Error())
 	}
 	sort.Strings(qs)
-	return jobs.Errorf(jobs.CodeStoreUnavailable, "worker %s cannot poll the engine: %s", w.cfg.ID, strings.Join(qs, "; "))
+	return jobs.Errorf(jobs.CodeEngineUnreachable, "worker %s cannot poll the engine: %s", w.cfg.ID, strings.Join(qs, "; "))
 }

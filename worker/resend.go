@@ -119,7 +119,7 @@ func (r *recorder) holds(final bool) *jobs.Error {
 // repeated. A refusal (a stale fence, a cancel, a bad request: any X_ code of a rule) is not.
 func unreachable(err error) bool {
 	switch jobs.CodeOf(err) {
-	case jobs.CodeCommitUnknown, jobs.CodeStoreUnavailable, jobs.CodeDraining, jobs.CodeInternal:
+	case jobs.CodeCommitUnknown, jobs.CodeStoreUnavailable, jobs.CodeEngineUnreachable, jobs.CodeDraining, jobs.CodeInternal:
 		return true
 	case "":
 		// A transport error the client did not wrap (an in-process engine never returns one).

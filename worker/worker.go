@@ -60,6 +60,9 @@ type Config struct {
 	// TracerProvider receives the attempt and step spans (trace.go). Defaults to the global
 	// provider (otel.SetTracerProvider), whose spans are no-ops until one is installed.
 	TracerProvider trace.TracerProvider
+	// QuietRuns drops the one info line per claim ("jobs.run": outcome and duration); errors and
+	// warnings are logged either way.
+	QuietRuns bool
 }
 
 // Worker executes runs.
@@ -316,6 +319,8 @@ func (w *Worker) handle(t frontend.Task) {
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now().Add(5 * time.Second)})
 		return
 	}
+	outcome, began := "", w.clock.Now()
+	defer func() { w.logRun(log, outcome, began) }()
 	cfg := def.Config()
 	info := jobs.RunInfo{RunID: t.RunID, Job: t.Job, Queue: t.Queue, Attempt: t.Attempt,
 		Actor: jobs.Actor{Tenant: t.Tenant, EnqueuedBy: t.EnqueuedBy}}
@@ -349,6 +354,7 @@ func (w *Worker) handle(t frontend.Task) {
 		outcome, failure = "failed", cause
 		ex.Abort(cause)
 		rec.landed = w.release(h)
+		outcome = "timed-out"
 		w.fail(rec, log, cfg, t, cause, "")
 		w.background.Add(1)
 		go func() {
@@ -376,6 +382,7 @@ func (w *Worker) handle(t frontend.Task) {
 		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
 		outcome, failure = "aborted", cause
 		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
+		outcome = "aborted"
 		if o.Kind == replay.Suspended && o.Parked {
 			ex.Evict()
 		}
@@ -532,4 +539,13 @@ type recorder struct {
 // Record sends the body's commands; see send.
 func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
 	return r.send(ctx, cmds, false)
+}
+
+// logRun writes the claim's one readable line at info: how it ended and how long it took
+// (on the worker's clock). Nothing when the claim ended before running the body.
+func (w *Worker) logRun(log *slog.Logger, outcome string, began time.Time) {
+	if outcome == "" || w.cfg.QuietRuns {
+		return
+	}
+	log.Info("jobs.run", "outcome", outcome, "took", w.clock.Now().Sub(began).Round(time.Millisecond))
 }

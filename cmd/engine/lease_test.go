@@ -37,7 +37,7 @@ func TestServeLeaseFlag(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("the engine did not start:\n%s", stderr.String())
 	}
-	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--key", "k", "--no-tenant", "--server", addr), 0, "")
+	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--server", addr), 0, "")
 	c, err := api.NewClient("http://"+addr, "")
 	if err != nil {
 		t.Fatal(err)

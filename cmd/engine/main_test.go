@@ -207,7 +207,7 @@ func TestUsageAndUnreachableEngine(t *testing.T) {
 	expect(t, runCmd(ctx, "jobs", "cancel"), 2, "X_BAD_REQUEST: ")
 	expect(t, runCmd(ctx, "jobs", "ls", "--server", "ftp://x"), 2, "X_BAD_REQUEST: ")
 	// Nothing listens on port 1: the engine cannot be reached, a retryable outage.
-	expect(t, runCmd(ctx, "jobs", "ls", "--server", "127.0.0.1:1", "--timeout", "2s"), 1, "X_STORE_UNAVAILABLE: ")
+	expect(t, runCmd(ctx, "jobs", "ls", "--server", "127.0.0.1:1", "--timeout", "2s"), 1, "X_ENGINE_UNREACHABLE: ")
 	r := runCmd(ctx, "--help")
 	expect(t, r, 0, "")
 	if !strings.Contains(r.stdout, "migrate") || !strings.Contains(r.stdout, "--database-url") {
@@ -235,7 +235,7 @@ func TestServeAndDrain(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("the engine did not start:\n%s", stderr.String())
 	}
-	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--key", "k", "--no-tenant", "--server", addr, "--token", "t"), 0, "")
+	expect(t, runCmd(ctx, "jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--server", addr, "--token", "t"), 0, "")
 	cancel()
 	select {
 	case code := <-done:

@@ -265,7 +265,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	var noTenant, asJSON bool
 	var delay time.Duration
 	cmd := &cobra.Command{
-		Use:   "enqueue NAME --key K (--tenant T | --no-tenant) [--input JSON]",
+		Use:   "enqueue NAME --input JSON --key K (--tenant T | --no-tenant)",
 		Short: "Start a run of a job by name",
 		Long: "Starts a run, or finds the live run holding the same key. An enqueue by name cannot derive\n" +
 			"the idempotency key or the tenant from the input, so both are required: --key, and\n" +
@@ -277,6 +277,9 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 			}
 			if (tenant == "") == !noTenant {
 				return cli.UsageCode(jobs.CodeJobTenantRequired, "name the run's tenant with --tenant T, or --no-tenant (exactly one)")
+			}
+			if !cmd.Flags().Changed("input") {
+				return cli.Usage("give the job's input with --input JSON (--input null for a job that takes none): an enqueue without one is refused rather than guessed")
 			}
 			in, err := jobs.FromJSON([]byte(input))
 			if err != nil {
@@ -307,7 +310,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&input, "input", "", "the job's input as JSON")
+	f.StringVar(&input, "input", "", "the job's input as JSON (required; null for none)")
 	f.StringVar(&key, "key", "", "idempotency key: a live run holding it is returned instead")
 	f.StringVar(&tenant, "tenant", "", "the tenant the run acts for")
 	f.BoolVar(&noTenant, "no-tenant", false, "the run acts for no tenant")
@@ -326,10 +329,13 @@ func newEventsCmd() *cobra.Command {
 	var payload string
 	var asJSON bool
 	pub := &cobra.Command{
-		Use:   "publish NAME [--payload JSON]",
+		Use:   "publish NAME --payload JSON",
 		Short: "Publish an event; runs waiting for it whose match its fields equal receive it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("payload") {
+				return cli.Usage("give the event's payload with --payload JSON (--payload null for none): waits match on its fields, so a publish without one is refused rather than guessed")
+			}
 			p, err := jobs.FromJSON([]byte(payload))
 			if err != nil {
 				return cli.Usage("--payload is not JSON: %s", strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
@@ -350,7 +356,7 @@ func newEventsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	pub.Flags().StringVar(&payload, "payload", "", "the event's payload as JSON")
+	pub.Flags().StringVar(&payload, "payload", "", "the event's payload as JSON (required; null for none)")
 	pub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(pub)
 	return cmd
@@ -361,6 +367,7 @@ func newHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "history", Short: "Read a run's event history"}
 	co.flags(cmd)
 	var format string
+	var asJSON bool
 	dump := &cobra.Command{
 		Use:   "dump ID",
 		Short: "Print a run's history: JSON lines that history.Load reads and replay.Check replays",
@@ -369,6 +376,13 @@ func newHistoryCmd() *cobra.Command {
 			"deploy that would no longer replay runs in flight. table is for people; json is one array.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON {
+				// --json, as on every listing: one JSON array (the same as --format json).
+				if cmd.Flags().Changed("format") && format != "json" {
+					return cli.Usage("--json and --format %s disagree: --json is --format json", format)
+				}
+				format = "json"
+			}
 			if format != "jsonl" && format != "table" && format != "json" {
 				return cli.Usage("--format %q: want jsonl, json or table", format)
 			}
@@ -406,6 +420,7 @@ func newHistoryCmd() *cobra.Command {
 		},
 	}
 	dump.Flags().StringVar(&format, "format", "jsonl", "jsonl, json or table")
+	dump.Flags().BoolVar(&asJSON, "json", false, "print one JSON array (--format json)")
 	cmd.AddCommand(dump)
 	return cmd
 }
@@ -413,6 +428,7 @@ func newHistoryCmd() *cobra.Command {
 func newDeadLettersCmd() *cobra.Command {
 	var co clientOptions
 	var o listOptions
+	var full bool
 	cmd := &cobra.Command{
 		Use:   "dead-letters",
 		Short: "Dead-lettered runs, newest first",
@@ -434,11 +450,12 @@ func newDeadLettersCmd() *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), page)
 			}
-			return printDeadLetters(cmd.OutOrStdout(), time.Now(), page)
+			return printDeadLetters(cmd.OutOrStdout(), time.Now(), page, full)
 		},
 	}
 	co.flags(cmd)
 	o.flags(cmd, false)
+	cmd.Flags().BoolVar(&full, "full", false, "print each error whole (the table clips it at 80 characters; --json and jobs show ID print it whole too)")
 	return cmd
 }
 

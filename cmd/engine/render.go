@@ -123,7 +123,7 @@ func printRuns(w io.Writer, now time.Time, page api.RunPage) error {
 	return nil
 }
 
-func printDeadLetters(w io.Writer, now time.Time, page api.RunPage) error {
+func printDeadLetters(w io.Writer, now time.Time, page api.RunPage, full bool) error {
 	if len(page.Runs) == 0 {
 		fmt.Fprintln(w, "no dead letters")
 		return nil
@@ -132,7 +132,7 @@ func printDeadLetters(w io.Writer, now time.Time, page api.RunPage) error {
 	fmt.Fprintln(tw, "ID\tJOB\tQUEUE\tATTEMPT\tSTOP\tFAILED\tERROR")
 	for _, r := range page.Runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Job, r.Queue, r.Attempt, orDash(r.StopReason),
-			whenPtr(now, r.FinishedAt), clip(orDash(r.Error), 80))
+			whenPtr(now, r.FinishedAt), errorCell(r.Error, full))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -245,4 +245,14 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// errorCell is a run's error in a table: clipped to 80 characters unless full, and on one line
+// either way (a newline would break the table's columns).
+func errorCell(msg string, full bool) string {
+	msg = strings.Join(strings.Fields(orDash(msg)), " ")
+	if full {
+		return msg
+	}
+	return clip(msg, 80)
 }

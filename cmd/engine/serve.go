@@ -53,6 +53,15 @@ func (o *dbOptions) postgres() (bool, error) {
 		"--database-url / DATABASE_URL names a %q database; the engine runs on Postgres (postgres://…) or, with no URL, on SQLite", scheme)
 }
 
+// check refuses flags that would be silently ignored: a schema names a Postgres schema, and
+// without a URL the engine runs on SQLite, which has none.
+func (o *dbOptions) check(cmd *cobra.Command) error {
+	if o.url == "" && cmd.Flags().Changed("database-schema") {
+		return cli.Usage("--database-schema %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", o.schema)
+	}
+	return nil
+}
+
 func (o *dbOptions) sqlitePath() string { return filepath.Join(o.dataDir, "jobs.db") }
 
 // describe names the database for logs, without the URL's password.
@@ -81,22 +90,22 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger) (store.Store, er
 	return sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
 }
 
-// migrate brings the schema up to date and returns.
-func (o *dbOptions) migrate(ctx context.Context) error {
+// migrate brings the schema up to date and returns how many migrations it applied.
+func (o *dbOptions) migrate(ctx context.Context) (int, error) {
 	pg, err := o.postgres()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pg {
-		return postgres.Migrate(ctx, postgres.Config{URL: o.url, Schema: o.schema})
+		return postgres.MigrateCount(ctx, postgres.Config{URL: o.url, Schema: o.schema})
 	}
 	// SQLite migrates as it opens: the file is the engine's alone, so there is no separate
 	// deploy step to coordinate.
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return st.Close()
+	return st.Migrated(), st.Close()
 }
 
 type serveOptions struct {
@@ -163,6 +172,9 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.db.check(cmd); err != nil {
+		return err
+	}
 	log, err := cli.Logger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
 	if err != nil {
 		return err
@@ -217,10 +229,18 @@ func newMigrateCmd() *cobra.Command {
 			"once); SQLite migrates on open as well.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.migrate(cmd.Context()); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "migrated %s\n", o.describe())
+			n, err := o.migrate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is already up to date\n", o.describe())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "migrated %s (%d migrations applied)\n", o.describe(), n)
+			}
 			return nil
 		},
 	}

@@ -7,28 +7,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"go.uber.org/fx"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/cmd/internal/cli"
 	"github.com/ultimat3/jobs/examples"
-	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/host"
 	"github.com/ultimat3/jobs/worker"
 )
 
@@ -57,6 +48,7 @@ type options struct {
 	metricsAddr     string
 	logLevel        string
 	logFormat       string
+	logRuns         bool
 }
 
 func newRootCmd() *cobra.Command {
@@ -93,6 +85,7 @@ func newRootCmd() *cobra.Command {
 		"serve /metrics (jobs_total, job_leases_lost_total, …) on this address; empty: off [$JOBS_METRICS_ADDR]")
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
+	f.BoolVar(&o.logRuns, "log-runs", true, "log one info line per claim of a run (jobs.run: outcome, duration); --log-runs=false for none")
 	return cmd
 }
 
@@ -130,8 +123,7 @@ func parseQueues(spec string, concurrency int, reg *jobs.Registry) (map[string]i
 	return out, nil
 }
 
-// serve runs the worker until SIGTERM. The fx graph is client → worker, so the drain stops the
-// worker (stop claiming, finish in flight) before the client's connections are closed.
+// serve runs the worker until SIGTERM: host.Run with the examples' registry.
 func serve(cmd *cobra.Command, o *options) error {
 	switch {
 	case o.concurrency < 1:
@@ -151,8 +143,7 @@ func serve(cmd *cobra.Command, o *options) error {
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
-	client, err := api.NewClient(server, o.token)
-	if err != nil {
+	if _, err := api.NewClient(server, o.token); err != nil {
 		return cli.Usage("--server %q: want http://host:port", o.server)
 	}
 	reg := examples.NewRegistry(examples.Options{OnboardingSleep: o.onboardingSleep, PlanTimeout: o.planTimeout,
@@ -161,61 +152,8 @@ func serve(cmd *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	opts := []fx.Option{
-		cli.FxLogger(log),
-		fx.Supply(log),
-		fx.Provide(func(lc fx.Lifecycle) frontend.Frontend {
-			lc.Append(fx.StopHook(client.Close))
-			return client
-		}),
-		fx.Supply(reg),
-		fx.Provide(func() prometheus.Registerer { return registry }),
-		fx.Supply(worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat}),
-		worker.Module,
-		fx.Invoke(func(w *worker.Worker) {
-			log.Info("jobs.worker.starting", "id", w.ID(), "server", server, "queues", fmt.Sprint(queues))
-		}),
-	}
-	if o.metricsAddr != "" {
-		opts = append(opts, fx.Invoke(func(lc fx.Lifecycle, w *worker.Worker) { metricsServer(lc, o.metricsAddr, registry, log, w) }))
-	}
-	return cli.Serve(cmd.Context(), fx.New(opts...), log, 30*time.Second, o.drainTimeout)
-}
-
-// metricsServer serves the worker's counters (jobs_total, job_leases_lost_total, …) and the
-// process's gauges while the app runs, with /healthz (the process is up) and /readyz (the worker
-// polls the engine: 503 with the reason before it started, while draining, or when its polls fail).
-func metricsServer(lc fx.Lifecycle, addr string, g prometheus.Gatherer, log *slog.Logger, wk *worker.Worker) {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := wk.Ready(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, err.Error()+"\n")
-			return
-		}
-		_, _ = io.WriteString(w, "ready\n")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			var lcfg net.ListenConfig
-			ln, err := lcfg.Listen(ctx, "tcp", addr)
-			if err != nil {
-				return jobs.Wrap(jobs.CodeBadRequest, err, "metrics: listen on %s (is the address in use, or not this machine's?)", addr)
-			}
-			log.Info("jobs.metrics.listening", "addr", ln.Addr().String())
-			go func() {
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("jobs.metrics.serve-failed", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	return host.Run(cmd.Context(), host.Options{Engine: server, Token: o.token, Registry: reg, Logger: log,
+		Worker: worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat,
+			QuietRuns: !o.logRuns},
+		MetricsAddr: o.metricsAddr, DrainTimeout: o.drainTimeout})
 }

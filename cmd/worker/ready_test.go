@@ -94,7 +94,7 @@ func TestReadyz(t *testing.T) {
 
 	orphan := startWorker(t, "http://"+freeAddr(t)) // no engine there
 	st, body := get(t, orphan+"/readyz", func(st int, _ string) bool { return st == 503 })
-	if st != 503 || !strings.Contains(body, "X_STORE_UNAVAILABLE") {
+	if st != 503 || !strings.Contains(body, "X_ENGINE_UNREACHABLE") {
 		t.Errorf("a worker that cannot reach the engine: /readyz %d %q", st, body)
 	}
 	if st, _ := get(t, orphan+"/healthz", func(int, string) bool { return true }); st != 200 {

@@ -194,7 +194,7 @@ func TestSIGKILLMidRun(t *testing.T) {
 			if url := valueOf(env, "CRASH_PG_URL"); url != "" {
 				st, err = postgres.Open(ctx, postgres.Config{URL: url, Schema: valueOf(env, "CRASH_PG_SCHEMA"), MaxConns: 2})
 			} else {
-				st, err = sqlite.Open(ctx, sqlite.Config{Path: valueOf(env, "CRASH_SQLITE")})
+				st, err = sqlite.Open(ctx, sqlite.Config{Path: valueOf(env, "CRASH_SQLITE"), ReadOnly: true})
 			}
 			if err != nil {
 				t.Fatal(err)

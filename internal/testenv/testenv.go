@@ -1,5 +1,6 @@
-// Package testenv wires an engine and workers over a store for tests, with helpers to wait for a
-// run to reach a state. It is the one place tests build the system, so every backend's tests
+// Package testenv wires an engine and workers over a store for the project's own tests, with
+// functions to wait for a run to reach a state. It builds on the public test kit (jobstest) and adds
+// what only the project needs: every backend including Postgres, real clocks, the engine's knobs. It is the one place tests build the system, so every backend's tests
 // start it the same way.
 package testenv
 
@@ -16,6 +17,7 @@ import (
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/jobstest"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
 )
@@ -145,50 +147,17 @@ func Untyped(name, queue string) jobs.Definition {
 // Fake returns the env's clock as a Fake (the test must have left the default).
 func (e *Env) Fake() *clock.Fake { return e.Clock.(*clock.Fake) }
 
-// Advance moves a fake clock and returns once every timer due by then has fired. Tick alone is
-// not enough: the timer service may be firing the same timers concurrently (a store skips rows
-// another caller holds), and a test must not look at its runs before those wake-ups landed.
+// Advance moves a fake clock and returns once every timer due by then has fired (the public test
+// kit's AdvanceAndFire).
 func (e *Env) Advance(d time.Duration) {
 	e.T.Helper()
-	e.Fake().Advance(d)
-	now := e.Clock.Now()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		e.Engine.Tick(context.Background())
-		next, ok, err := e.Store.TimerNext(context.Background())
-		if err != nil {
-			e.T.Fatal(err)
-		}
-		if !ok || next.After(now) {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.T.Fatalf("a timer due at %s was still unfired at %s", next, now)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	jobstest.AdvanceAndFire(e.T, e.Engine, e.Store, e.Fake(), d)
 }
 
 // Await waits (in wall-clock time, up to 20s) until the run is in one of states, and returns it.
 func (e *Env) Await(runID string, states ...store.State) store.Run {
 	e.T.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var run store.Run
-	for time.Now().Before(deadline) {
-		var err error
-		run, err = e.Engine.GetRun(context.Background(), runID)
-		if err != nil {
-			e.T.Fatalf("get run %s: %v", runID, err)
-		}
-		for _, s := range states {
-			if run.State == s {
-				return run
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e.T.Fatalf("run %s: state %s after 20s, want one of %v (error: %s %s)", runID, run.State, states, run.ErrorCode, run.Error)
-	return run
+	return jobstest.Await(e.T, e.Engine, runID, states...)
 }
 
 // History returns a run's whole history.
@@ -202,13 +171,4 @@ func (e *Env) History(runID string) []history.Event {
 }
 
 // Kinds lists the kinds of a history, for assertions that read like the log.
-func Kinds(events []history.Event) []string {
-	out := make([]string, len(events))
-	for i, ev := range events {
-		out[i] = string(ev.Kind)
-		if ev.Name != "" {
-			out[i] += ":" + ev.Name
-		}
-	}
-	return out
-}
+func Kinds(events []history.Event) []string { return jobstest.Kinds(events) }

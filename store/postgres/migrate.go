@@ -64,26 +64,39 @@ func migrations() ([]migration, error) {
 // migration recorded and applies none. A migration that fails rolls back with all the others of
 // the call, leaving the schema as it was.
 func Migrate(ctx context.Context, cfg Config) error {
+	_, err := MigrateCount(ctx, cfg)
+	return err
+}
+
+// MigrateCount is Migrate, reporting how many migrations it applied: 0 when the schema was
+// already up to date.
+func MigrateCount(ctx context.Context, cfg Config) (int, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Parsed as the pool parses it, so a URL carrying pool_* parameters means the same here.
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: parse URL")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: parse URL")
 	}
-	return migrate(ctx, pcfg.ConnConfig, cfg.Schema)
+	return migrateCount(ctx, pcfg.ConnConfig, cfg.Schema)
 }
 
 func migrate(ctx context.Context, ccfg *pgx.ConnConfig, schema string) error {
+	_, err := migrateCount(ctx, ccfg, schema)
+	return err
+}
+
+// migrateCount is migrate, reporting how many migrations it applied (0: already up to date).
+func migrateCount(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (int, error) {
 	ms, err := migrations()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, ccfg)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: connect")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: connect")
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,28 +113,29 @@ func migrate(ctx context.Context, ccfg *pgx.ConnConfig, schema string) error {
 
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return fail(err)
+		return 0, fail(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
 	// The lock is transaction-scoped: it is released by the commit (or the rollback), never
 	// left behind by a process that died mid-migration.
 	if _, err := tx.Exec(ctx, sql[stmtLock], s.lockKey("migrate", "")); err != nil {
-		return fail(err)
+		return 0, fail(err)
 	}
 	for _, n := range []stmt{stmtMigrateSchema, stmtMigrateLedger} {
 		if _, err := tx.Exec(ctx, sql[n]); err != nil {
-			return fail(err)
+			return 0, fail(err)
 		}
 	}
 	rows, err := tx.Query(ctx, sql[stmtMigrateApplied])
 	if err != nil {
-		return fail(err)
+		return 0, fail(err)
 	}
 	applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return fail(err)
+		return 0, fail(err)
 	}
+	n := 0
 	for _, m := range ms {
 		if slices.Contains(applied, int32(m.version)) {
 			continue
@@ -129,14 +143,15 @@ func migrate(ctx context.Context, ccfg *pgx.ConnConfig, schema string) error {
 		// No arguments: pgx sends the file with the simple protocol, which runs a script of
 		// several statements.
 		if _, err := tx.Exec(ctx, render.Replace(m.sql)); err != nil {
-			return fail(fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err))
+			return 0, fail(fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err))
 		}
 		if _, err := tx.Exec(ctx, sql[stmtMigrateRecord], m.version, m.name); err != nil {
-			return fail(err)
+			return 0, fail(err)
 		}
+		n++
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fail(err)
+		return 0, fail(err)
 	}
-	return nil
+	return n, nil
 }

@@ -68,45 +68,53 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // new file at once cannot both apply the same migration: the second waits for the lock, then
 // finds the ledger up to date.
 func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, now time.Time) error {
+	_, err := migrateCount(ctx, db, fsys, now)
+	return err
+}
+
+// migrateCount is migrate, reporting how many migrations it applied (0: already up to date).
+func migrateCount(ctx context.Context, db *sql.DB, fsys fs.FS, now time.Time) (int, error) {
 	ms, err := loadMigrations(fsys)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeInvariant, err, "sqlite: migrations")
+		return 0, jobs.Wrap(jobs.CodeInvariant, err, "sqlite: migrations")
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate")
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, sqlLedgerCreate); err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: create the ledger")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: create the ledger")
 	}
 	applied, err := ledgerVersions(ctx, tx)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: read the ledger")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: read the ledger")
 	}
 	for v := range applied {
 		if v > len(ms) {
 			// Running an older binary on a newer file would write rows the newer schema's
 			// invariants may not expect; refuse instead of guessing.
-			return jobs.Errorf(jobs.CodeDriverUnavailable,
+			return 0, jobs.Errorf(jobs.CodeDriverUnavailable,
 				"sqlite: the database is at schema version %d, newer than this build's %d", v, len(ms))
 		}
 	}
+	n := 0
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migration %03d_%s", m.version, m.name)
+			return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migration %03d_%s", m.version, m.name)
 		}
 		if _, err := tx.ExecContext(ctx, sqlLedgerInsert, m.version, m.name, encTime(now)); err != nil {
-			return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migration %03d_%s: record", m.version, m.name)
+			return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migration %03d_%s: record", m.version, m.name)
 		}
+		n++
 	}
 	if err := tx.Commit(); err != nil {
-		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: commit")
+		return 0, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: migrate: commit")
 	}
-	return nil
+	return n, nil
 }
 
 func ledgerVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {

@@ -85,6 +85,15 @@ type Config struct {
 	// Clock stamps the migration ledger's applied_at; the store's methods never read it (their
 	// times are passed in). Defaults to clock.Real{}.
 	Clock clock.Clock
+
+	// ReadOnly opens the file to read only: no lock is taken (an engine may hold the file), no
+	// migration is applied, and every write is refused by SQLite (query_only). For programs and
+	// tests that look at an engine's database while it runs.
+	ReadOnly bool
+
+	// unlocked skips the one-engine-per-file lock: only for this package's tests of the store's
+	// rules between two stores sharing a file, which the lock otherwise refuses.
+	unlocked bool
 }
 
 const (
@@ -98,6 +107,9 @@ type Store struct {
 	r      *sql.DB // the read pool
 	wStmts *stmtCache
 	rStmts *stmtCache
+	lock   *fileLock // held while open: one engine per database file (lock.go)
+	// migrated is how many migrations Open applied (0: the file was up to date).
+	migrated int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -115,9 +127,30 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: create the directory of %s", cfg.Path)
 		}
 	}
+	lock := &fileLock{}
+	if !cfg.unlocked && !cfg.ReadOnly {
+		l, err := acquire(cfg.Path)
+		if err != nil {
+			return nil, err
+		}
+		lock = l
+	}
+	st, err := open(ctx, cfg)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	st.lock = lock
+	return st, nil
+}
+
+func open(ctx context.Context, cfg Config) (*Store, error) {
 	busy := fmt.Sprintf(pragmaBusyTimeout, cfg.BusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(cfg.Path, busy, pragmaWAL, pragmaForeignKeys,
-		fmt.Sprintf(pragmaSynchronous, cfg.Synchronous)))
+	pragmas := []string{busy, pragmaWAL, pragmaForeignKeys, fmt.Sprintf(pragmaSynchronous, cfg.Synchronous)}
+	if cfg.ReadOnly {
+		pragmas = []string{busy, pragmaQueryOnly, pragmaForeignKeys}
+	}
+	w, err := sql.Open("sqlite", dsn(cfg.Path, pragmas...))
 	if err != nil {
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
@@ -133,9 +166,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
-	if err := migrate(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
-		w.Close()
-		return nil, err
+	migrated := 0
+	if !cfg.ReadOnly {
+		if migrated, err = migrateCount(ctx, w, migrationFiles, cfg.Clock.Now()); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	wStmts := newStmtCache(w)
 	if err := wStmts.prepare(ctx, writeStatements...); err != nil {
@@ -157,7 +193,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open %s", cfg.Path)
 	}
-	return &Store{w: w, r: r, wStmts: wStmts, rStmts: newStmtCache(r)}, nil
+	return &Store{w: w, r: r, wStmts: wStmts, rStmts: newStmtCache(r), migrated: migrated}, nil
 }
 
 func (cfg *Config) defaults() error {
@@ -210,6 +246,7 @@ func (s *Store) Close() error {
 		s.rStmts.close()
 		s.wStmts.close()
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.lock.release()
 	})
 	return s.closeErr
 }
@@ -454,3 +491,6 @@ func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 	}
 	return out, rows.Close()
 }
+
+// Migrated returns how many migrations Open applied: 0 when the file was already up to date.
+func (s *Store) Migrated() int { return s.migrated }

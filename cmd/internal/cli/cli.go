@@ -55,6 +55,7 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	// Cobra reports bad flags, bad argument counts, missing required flags and unknown commands
 	// before a command's RunE: everything it returns before one starts is a usage error.
 	started := false
+	requireSubcommand(root)
 	markStart(root, &started)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	cmd, err := root.ExecuteC()
@@ -68,6 +69,30 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, describe(err, jobs.CodeInternal))
 	return ExitError
+}
+
+// requireSubcommand makes a command group that does nothing itself ("engine jobs") refuse to run
+// without one of its subcommands, or with an unknown one, as a usage error (exit 2). Cobra would
+// print the group's help and exit 0, which a script reads as success.
+func requireSubcommand(c *cobra.Command) {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			if len(args) > 0 {
+				return Usage("unknown command %q for %q; want one of: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+			}
+			return Usage("%q needs a subcommand: %s", cmd.CommandPath(), strings.Join(names, ", "))
+		}
+	}
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
 }
 
 func markStart(c *cobra.Command, started *bool) {
@@ -126,13 +151,14 @@ func Logger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, Usage("--log-format %q: want text or json", format)
 }
 
-// FxLogger routes fx's own events to log, quietly: its step-by-step wiring at debug, its errors
-// at error.
+// FxLogger routes fx's own events to log, quietly: its step-by-step wiring and its errors at
+// debug. A failed start's error reaches the user once, cleanly, as "X_CODE: message" from
+// Execute; fx's own account of it (the constructor chain, a stack trace) is for --log-level debug.
 func FxLogger(log *slog.Logger) fx.Option {
 	return fx.WithLogger(func() fxevent.Logger {
 		l := &fxevent.SlogLogger{Logger: log}
 		l.UseLogLevel(slog.LevelDebug)
-		l.UseErrorLevel(slog.LevelError)
+		l.UseErrorLevel(slog.LevelDebug)
 		return l
 	})
 }

@@ -1,0 +1,350 @@
+// Package jobstest runs an application's jobs in a test: an in-process engine on the memory
+// store (or a SQLite file in the test's temp dir) with a fake clock, a worker hosting the jobs
+// under test, and functions to drive and inspect runs: run to completion, advance time, publish
+// events, and assertions over a run's history (steps recorded, state, result).
+//
+//	env := jobstest.New(t, jobstest.Options{}, Onboarding)
+//	run := jobstest.Enqueue(env, Onboarding, Signup{OrgID: "acme"}) // or Onboarding.Enqueue(ctx, env.Engine, in)
+//	env.AwaitSuspended(run)                                // asleep
+//	env.Advance(72 * time.Hour)                            // three days in microseconds
+//	env.Publish("plan.chosen", PlanChosen{OrgID: "acme", Plan: "pro"})
+//	env.AssertCompleted(run)
+//	env.AssertSteps(run, "step:provision", "sleep:grace-period", "wait:plan", "step:welcome")
+//
+// Everything is stopped at the test's cleanup. These functions fail the test (t.Fatal) rather than return
+// errors, so a test reads as the story it checks.
+package jobstest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
+	"github.com/ultimat3/jobs/store/sqlite"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// Epoch is where a test's fake clock starts unless Options.Start says otherwise.
+var Epoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// Options configures an Env. The zero value is a memory store, a fake clock at Epoch and one
+// worker hosting the jobs passed to New.
+type Options struct {
+	// Store is the engine's store. Default: a fresh memory store (SQLite: true for a file).
+	Store store.Store
+	// SQLite opens a fresh SQLite file in the test's temp dir instead of the memory store.
+	SQLite bool
+	// Start is the fake clock's starting time. Default Epoch.
+	Start time.Time
+	// Lookback is the engine's event lookback window. Default the engine's (5 min).
+	Lookback time.Duration
+	// Worker tunes the worker (queues, concurrency, …); Frontend, Registry and Clock are set.
+	Worker worker.Config
+	// Logger defaults to discarding everything.
+	Logger *slog.Logger
+}
+
+// Env is an engine, a fake clock and a worker for one test.
+type Env struct {
+	T      testing.TB
+	Engine *engine.Engine
+	Store  store.Store
+	Clock  *clock.Fake
+	Worker *worker.Worker
+	Logger *slog.Logger
+}
+
+// New starts an engine (any job may be enqueued, declared or not) and, when defs are given, a
+// worker hosting them.
+func New(t testing.TB, o Options, defs ...jobs.Definition) *Env {
+	t.Helper()
+	if o.Start.IsZero() {
+		o.Start = Epoch
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Store == nil {
+		if o.SQLite {
+			s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "jobs.db")})
+			if err != nil {
+				t.Fatalf("jobstest: open SQLite: %v", err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			o.Store = s
+		} else {
+			o.Store = memory.New()
+		}
+	}
+	fake := clock.NewFake(o.Start)
+	eng, err := engine.New(engine.Config{Store: o.Store, Clock: fake, Lookback: o.Lookback, Logger: o.Logger,
+		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, AllowUndeclared: true})
+	if err != nil {
+		t.Fatalf("jobstest: engine: %v", err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatalf("jobstest: start the engine: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = eng.Stop(ctx)
+	})
+	e := &Env{T: t, Engine: eng, Store: o.Store, Clock: fake, Logger: o.Logger}
+	if len(defs) > 0 {
+		e.Worker = e.StartWorker(o.Worker, defs...)
+	}
+	return e
+}
+
+// StartWorker starts (another) worker hosting defs on the env's engine and clock; it is stopped
+// at cleanup.
+func (e *Env) StartWorker(cfg worker.Config, defs ...jobs.Definition) *worker.Worker {
+	e.T.Helper()
+	reg, err := jobs.NewRegistry(defs...)
+	if err != nil {
+		e.T.Fatalf("jobstest: registry: %v", err)
+	}
+	cfg.Registry = reg
+	if cfg.Frontend == nil {
+		cfg.Frontend = e.Engine
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = e.Clock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = e.Logger
+	}
+	if cfg.PollWait == 0 {
+		cfg.PollWait = time.Second
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		e.T.Fatalf("jobstest: worker: %v", err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		e.T.Fatalf("jobstest: start the worker: %v", err)
+	}
+	e.T.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
+}
+
+// Enqueuer is a job that can be enqueued with its input (a *jobs.Job[In, Out]).
+type Enqueuer[In any] interface {
+	Enqueue(ctx context.Context, c jobs.Enqueuer, in In) (jobs.EnqueueResult, error)
+}
+
+// Enqueue enqueues a run of job and returns its id.
+func Enqueue[In any](e *Env, job Enqueuer[In], in In) string {
+	e.T.Helper()
+	res, err := job.Enqueue(context.Background(), e.Engine, in)
+	if err != nil {
+		e.T.Fatalf("jobstest: enqueue: %v", err)
+	}
+	return res.RunID
+}
+
+// Publish publishes an event, as an app or `engine events publish` would.
+func (e *Env) Publish(name string, payload any) {
+	e.T.Helper()
+	if _, err := e.Engine.Publish(context.Background(), name, payload); err != nil {
+		e.T.Fatalf("jobstest: publish %s: %v", name, err)
+	}
+}
+
+// Advance moves the fake clock by d and returns once every timer due by then has fired (sleeps
+// ended, waits timed out, retries made ready).
+func (e *Env) Advance(d time.Duration) {
+	e.T.Helper()
+	AdvanceAndFire(e.T, e.Engine, e.Store, e.Clock, d)
+}
+
+// AdvanceAndFire moves fake by d and returns once every timer of st due by then has fired. The
+// clock alone is not enough: the engine's timer service may be firing the same timers
+// concurrently, and a test must not look at its runs before those wake-ups landed.
+func AdvanceAndFire(t testing.TB, eng *engine.Engine, st store.Store, fake *clock.Fake, d time.Duration) {
+	t.Helper()
+	fake.Advance(d)
+	now := fake.Now()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eng.Tick(context.Background())
+		next, ok, err := st.TimerNext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || next.After(now) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a timer due at %s was still unfired at %s", next, now)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
+func (e *Env) Await(runID string, states ...store.State) store.Run {
+	e.T.Helper()
+	return Await(e.T, e.Engine, runID, states...)
+}
+
+// Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
+func Await(t testing.TB, eng *engine.Engine, runID string, states ...store.State) store.Run {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var run store.Run
+	for time.Now().Before(deadline) {
+		var err error
+		run, err = eng.GetRun(context.Background(), runID)
+		if err != nil {
+			t.Fatalf("get run %s: %v", runID, err)
+		}
+		if slices.Contains(states, run.State) {
+			return run
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("run %s: state %s after 20s, want one of %v (error: %s %s)", runID, run.State, states, run.ErrorCode, run.Error)
+	return run
+}
+
+// AwaitSuspended waits until the run is suspended (asleep or waiting for an event).
+func (e *Env) AwaitSuspended(runID string) store.Run {
+	e.T.Helper()
+	return e.Await(runID, store.StateSuspended)
+}
+
+// RunToCompletion drives the run to an end: whenever it is suspended or delayed it advances the
+// fake clock to its next timer (a sleep's end, a wait's timeout, a retry), until the run is
+// completed, failed, cancelled or blocked, and returns it. A run waiting for an event times out
+// this way: publish first to take the other branch.
+func (e *Env) RunToCompletion(runID string) store.Run {
+	e.T.Helper()
+	for range 1000 {
+		run := e.Await(runID, store.StateSuspended, store.StateDelayed, store.StateCompleted, store.StateFailed,
+			store.StateCancelled, store.StateBlocked)
+		if run.State.Finished() || run.State == store.StateBlocked {
+			return run
+		}
+		next, ok, err := e.Store.TimerNext(context.Background())
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if !ok {
+			e.T.Fatalf("run %s is %s and no timer is armed: nothing will wake it", runID, run.State)
+		}
+		if d := next.Sub(e.Clock.Now()); d > 0 {
+			e.Advance(d)
+		} else {
+			e.Advance(0)
+		}
+	}
+	e.T.Fatalf("run %s did not finish after 1000 wake-ups", runID)
+	return store.Run{}
+}
+
+// History returns a run's whole history.
+func (e *Env) History(runID string) []history.Event {
+	e.T.Helper()
+	evs, err := e.Engine.History(context.Background(), runID, 0)
+	if err != nil {
+		e.T.Fatalf("jobstest: history of %s: %v", runID, err)
+	}
+	return evs
+}
+
+// Kinds lists a history as "Kind" or "Kind:name" strings, for assertions that read like the log.
+func Kinds(events []history.Event) []string {
+	out := make([]string, len(events))
+	for i, ev := range events {
+		out[i] = string(ev.Kind)
+		if ev.Name != "" {
+			out[i] += ":" + ev.Name
+		}
+	}
+	return out
+}
+
+// Calls lists the durable calls a run recorded, in order, as "step:name", "sleep:name",
+// "wait:name", "publish:name" or "enqueue:name": what the body did, without the wake-ups.
+func (e *Env) Calls(runID string) []string {
+	e.T.Helper()
+	var out []string
+	for _, ev := range e.History(runID) {
+		switch ev.Kind {
+		case history.KindStepCompleted:
+			out = append(out, "step:"+ev.Name)
+		case history.KindTimerStarted:
+			out = append(out, "sleep:"+ev.Name)
+		case history.KindEventWaitStarted:
+			out = append(out, "wait:"+ev.Name)
+		case history.KindEventPublished:
+			out = append(out, "publish:"+ev.Name)
+		case history.KindChildEnqueued:
+			out = append(out, "enqueue:"+ev.Name)
+		}
+	}
+	return out
+}
+
+// AssertSteps fails the test unless the run's durable calls (Calls) are exactly want.
+func (e *Env) AssertSteps(runID string, want ...string) {
+	e.T.Helper()
+	if got := e.Calls(runID); !slices.Equal(got, want) {
+		e.T.Errorf("run %s recorded %q, want %q", runID, got, want)
+	}
+}
+
+// AssertState fails the test unless the run is in state now.
+func (e *Env) AssertState(runID string, want store.State) store.Run {
+	e.T.Helper()
+	run, err := e.Engine.GetRun(context.Background(), runID)
+	if err != nil {
+		e.T.Fatalf("jobstest: get run %s: %v", runID, err)
+	}
+	if run.State != want {
+		e.T.Errorf("run %s is %s, want %s (error: %s %s)", runID, run.State, want, run.ErrorCode, run.Error)
+	}
+	return run
+}
+
+// AssertCompleted waits for the run to finish and fails the test unless it completed.
+func (e *Env) AssertCompleted(runID string) store.Run {
+	e.T.Helper()
+	run := e.Await(runID, store.StateCompleted, store.StateFailed, store.StateCancelled, store.StateBlocked)
+	if run.State != store.StateCompleted {
+		e.T.Fatalf("run %s is %s, want completed (error: %s %s)", runID, run.State, run.ErrorCode, run.Error)
+	}
+	return run
+}
+
+// Resulter is a job whose result can be decoded (a *jobs.Job[In, Out]).
+type Resulter[Out any] interface {
+	Result(result []byte) (Out, error)
+}
+
+// Result waits for the run to complete and returns its result decoded as job's output.
+func Result[Out any](e *Env, job Resulter[Out], runID string) Out {
+	e.T.Helper()
+	run := e.AssertCompleted(runID)
+	out, err := job.Result(run.Result)
+	if err != nil {
+		e.T.Fatalf("jobstest: decode the result of %s: %v", runID, err)
+	}
+	return out
+}

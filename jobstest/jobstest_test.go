@@ -1,0 +1,109 @@
+package jobstest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/jobstest"
+	"github.com/ultimat3/jobs/store"
+)
+
+type order struct {
+	ID string `json:"id"`
+}
+
+type paid struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+var checkout = jobs.MustDefine("checkout", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+	func(ctx *jobs.Ctx, in order) (string, error) {
+		if _, err := jobs.Step(ctx, "reserve", func(context.Context) (string, error) { return "r-" + in.ID, nil }); err != nil {
+			return "", err
+		}
+		if err := jobs.Sleep(ctx, "cool-off", time.Hour); err != nil {
+			return "", err
+		}
+		_, ok, err := jobs.WaitForEvent[paid](ctx, "payment", "order.paid", jobs.Match{"id": in.ID}, 24*time.Hour)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return jobs.Step(ctx, "release", func(context.Context) (string, error) { return "released", nil })
+		}
+		return jobs.Step(ctx, "ship", func(context.Context) (string, error) { return "shipped", nil })
+	})
+
+func each(t *testing.T, f func(t *testing.T, o jobstest.Options)) {
+	for name, o := range map[string]jobstest.Options{"memory": {}, "sqlite": {SQLite: true}} {
+		t.Run(name, func(t *testing.T) { t.Parallel(); f(t, o) })
+	}
+}
+
+// Advance and Publish drive the paid branch; the assertions read the history.
+func TestPublishAndAdvance(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, o jobstest.Options) {
+		env := jobstest.New(t, o, checkout)
+		run := jobstest.Enqueue(env, checkout, order{ID: "o1"})
+		env.AwaitSuspended(run)
+		env.AssertSteps(run, "step:reserve", "sleep:cool-off")
+		env.Advance(time.Hour)
+		env.AwaitSuspended(run)
+		env.AssertState(run, store.StateSuspended)
+		env.Publish("order.paid", paid{ID: "o1", Amount: 5})
+		if got := jobstest.Result(env, checkout, run); got != "shipped" {
+			t.Fatalf("result %q", got)
+		}
+		env.AssertSteps(run, "step:reserve", "sleep:cool-off", "wait:payment", "step:ship")
+		if !env.Clock.Now().Equal(jobstest.Epoch.Add(time.Hour)) {
+			t.Errorf("clock at %s", env.Clock.Now())
+		}
+	})
+}
+
+// RunToCompletion sleeps through every timer: with no payment the wait times out.
+func TestRunToCompletion(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, o jobstest.Options) {
+		env := jobstest.New(t, o, checkout)
+		run := jobstest.Enqueue(env, checkout, order{ID: "o2"})
+		if r := env.RunToCompletion(run); r.State != store.StateCompleted {
+			t.Fatalf("run is %s", r.State)
+		}
+		if got := jobstest.Result(env, checkout, run); got != "released" {
+			t.Fatalf("result %q", got)
+		}
+		env.AssertSteps(run, "step:reserve", "sleep:cool-off", "wait:payment", "step:release")
+		if want := jobstest.Epoch.Add(25 * time.Hour); env.Clock.Now().Before(want) {
+			t.Errorf("clock at %s, want at least %s", env.Clock.Now(), want)
+		}
+	})
+}
+
+// The assertions fail a test that is wrong: run them against a recorder.
+func TestAssertionsFail(t *testing.T) {
+	t.Parallel()
+	env := jobstest.New(t, jobstest.Options{}, checkout)
+	run := jobstest.Enqueue(env, checkout, order{ID: "o3"})
+	env.AwaitSuspended(run)
+	rec := &recorder{TB: t}
+	probe := *env
+	probe.T = rec
+	probe.AssertSteps(run, "step:other")
+	probe.AssertState(run, store.StateCompleted)
+	if rec.errors != 2 {
+		t.Fatalf("%d assertion failures reported, want 2", rec.errors)
+	}
+}
+
+type recorder struct {
+	testing.TB
+	errors int
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Errorf(string, ...any) { r.errors++ }
