@@ -77,6 +77,9 @@ type Config struct {
 	// DedupeRetention is how long an enqueue's DedupeID is remembered. Defaults to
 	// DefaultDedupeRetention (7 days).
 	DedupeRetention time.Duration
+	// OldestFirst claims in plain oldest-ready order: no rotation across tenants, no priorities.
+	// Defaults to false (the fair order, store/flow.go).
+	OldestFirst bool
 }
 
 // Engine is the run lifecycle over a store.
@@ -157,7 +160,8 @@ func New(cfg Config) (*Engine, error) {
 	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
 	e.verified, _ = lru.New[string, verifiedClaim](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
-		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
+		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger,
+		OldestFirst: cfg.OldestFirst})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
 		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger,
 		OnExpired: e.metrics.expired, OnLag: func(d time.Duration) { e.metrics.timerLag.Observe(d.Seconds()) }})
@@ -295,7 +299,7 @@ func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now ti
 	run := store.Run{
 		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
 		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
-		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now,
+		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now, Priority: req.Priority,
 	}
 	p := store.CreateRunParams{Run: run, Started: history.New(now, history.RunStarted{
 		Job: req.Job, Queue: req.Queue, Input: req.Input, Key: req.Key, Tenant: req.Tenant,

@@ -264,6 +264,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	var input, key, tenant, queue, by string
 	var noTenant, asJSON bool
 	var delay time.Duration
+	var priority int
 	cmd := &cobra.Command{
 		Use:   "enqueue NAME --key K (--tenant T | --no-tenant) [--input JSON]",
 		Short: "Start a run of a job by name",
@@ -288,7 +289,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 			}
 			defer c.Close()
 			res, err := c.Enqueue(cmd.Context(), jobs.EnqueueRequest{Job: args[0], Queue: queue, Input: in, Key: key,
-				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay})
+				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay, Priority: priority})
 			if err != nil {
 				return err
 			}
@@ -310,6 +311,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	f.BoolVar(&noTenant, "no-tenant", false, "the run acts for no tenant")
 	f.StringVar(&queue, "queue", "", "queue (default: \"default\"; a typed job's is in its definition)")
 	f.DurationVar(&delay, "delay", 0, "start the run after this long")
+	f.IntVar(&priority, "priority", 0, "order within the queue, -100 to 100: each level is a one-minute head start")
 	f.StringVar(&by, "by", whoami(), "who enqueued it (attribution, never authority)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -84,6 +84,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			attempts                    = make([]int32, n)
 			readyAts                    = make([]pgtype.Timestamptz, n)
 			createdAts                  = make([]time.Time, n)
+			priorities                  = make([]int32, n)
 		)
 		for j, i := range pending {
 			r := ps[i].Run
@@ -91,12 +92,13 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			tenants[j], enqueuers[j], states[j] = r.Tenant, r.EnqueuedBy, string(r.State)
 			noTenant[j], inputs[j], attempts[j] = r.NoTenant, r.Input, int32(r.Attempt)
 			readyAts[j], createdAts[j] = ts(r.ReadyAt), r.CreatedAt
+			priorities[j] = int32(r.Priority)
 		}
 		inserted := map[string]bool{}
 		live := map[[2]string]*store.Run{}
 		b := t.batch()
 		b.Queue(s.q(stmtRunInsert), ids, jobNames, queues, keys, tenants, noTenant, enqueuers, inputs,
-			states, attempts, readyAts, createdAts).Query(func(rows pgx.Rows) error {
+			states, attempts, readyAts, createdAts, priorities).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
 				if err := rows.Scan(&id); err != nil {
@@ -170,6 +172,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	queues := slices.Clone(p.Queues)
 	slices.Sort(queues)
 	queues = slices.Compact(queues)
+	if !p.OldestFirst {
+		return s.claimFair(ctx, p, queues)
+	}
 	rows, err := s.pool.Query(ctx, s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit,
 		ts(p.LeaseUntil), p.Now)
 	if err != nil {

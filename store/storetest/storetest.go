@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Backfills", backfillTests},
 		{"Dedupe", dedupeTests},
 		{"Search", searchTests},
+		{"Flow", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
