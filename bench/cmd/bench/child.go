@@ -147,6 +147,7 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 	case systems.ScenarioTenStep:
 		res, err = sys.TenStep(ctx, spec.N, spec.Concurrency)
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
+		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty,
 		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
 		res, err = timed(ctx)
 	default:
@@ -233,6 +234,13 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 			return b.BackfillLoop(ctx, spec.N)
 		}
 		return b.BackfillResume(ctx, spec.N)
+	case systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
+		f, ok := sys.(systems.FairnessMeasurer)
+		if !ok {
+			return nil, systems.Unsupported("fair claiming is measured for our engine only")
+		}
+		return f.Fairness(ctx, systems.FairnessSpec{Backlog: spec.N - systems.FairnessNewcomers, Concurrency: spec.Concurrency,
+			OldestFirst: spec.Scenario == systems.ScenarioFairnessOldest})
 	case systems.ScenarioTimers:
 		t, ok := sys.(systems.TimerLagger)
 		if !ok {
