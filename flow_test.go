@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ultimat3/jobs"
@@ -90,6 +91,44 @@ func TestPriorityOrdersClaims(t *testing.T) {
 		}
 		if runs, _ := env.Store.RunList(ctx, store.ListParams{Queue: "mail"}); len(runs) != 3 {
 			t.Errorf("%d runs in the queue, want 3: a refused enqueue creates nothing", len(runs))
+		}
+	})
+}
+
+// A claim handed back over a cap says why: `jobs show` (RunView.Waiting) names the cap.
+func TestHandedBackRunSaysWhyItWaits(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		t.Parallel()
+		ctx := t.Context()
+		capped := jobs.MustDefine("export", func(s any) string { return "" }, jobs.NoTenant[any](),
+			func(*jobs.Ctx, any) (any, error) { return nil, nil }, jobs.Queue("exports"), jobs.Concurrency(1))
+		testenv.Declare(t, env.Engine, "w", capped)
+		var ids []string
+		for n := range 2 {
+			res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "export", Queue: "exports", Key: fmt.Sprint(n), NoTenant: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.RunID)
+		}
+		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"exports"}, Max: 2})
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("poll: %d tasks, %v; want 1 (cap 1)", len(tasks), err)
+		}
+		waiting := ids[0]
+		if tasks[0].RunID == ids[0] {
+			waiting = ids[1]
+		}
+		v, err := env.Engine.InspectRun(ctx, waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.State != store.StateDelayed || !strings.Contains(v.Waiting, "job_cap") || !strings.Contains(v.Waiting, `"export"`) {
+			t.Errorf("the handed-back run is %s, waiting %q; want delayed, naming the job's cap", v.State, v.Waiting)
+		}
+		if v.Attempt != 1 {
+			t.Errorf("the hand-back spent an attempt: %d", v.Attempt)
 		}
 	})
 }

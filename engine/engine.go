@@ -101,6 +101,8 @@ type Engine struct {
 	// claimed remembers the job of each run recently claimed, so a heartbeat renews the slot of
 	// the run's own job without reading the run (slots.go).
 	claimed *lru.Cache[string, string]
+	// notes says why a run's claim was last handed back (flow.go).
+	notes handBackNotes
 
 	// keyMu guards key, the lease-token secret (lease.go), read from the store once. hmacs
 	// pools HMACs keyed with it; verified remembers the claims whose token was checked.
@@ -158,6 +160,7 @@ func New(cfg Config) (*Engine, error) {
 	e.cfg.ManifestResend = cfg.ManifestResend
 	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
 	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
+	e.notes, _ = lru.New[string, string](cfg.Ledgers)
 	e.verified, _ = lru.New[string, verifiedClaim](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
 		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger,
@@ -424,6 +427,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease()}
 		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
 		e.claimed.Add(r.ID, r.Job)
+		e.notes.Remove(r.ID)
 		e.seedLedger(r)
 	}
 	return tasks, nil

@@ -106,6 +106,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, out.res.Err
 	}
 	e.settle(req.RunID, out.res.Appended)
+	if n := len(req.Commands); n > 0 && req.Commands[n-1].Kind == frontend.CmdRelease {
+		e.releasedByWorker(req.RunID, out.res.Run.Queue, req.Commands[n-1])
+	}
 	e.metrics.recorded(m, out.res.Run, arrived)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()

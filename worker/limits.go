@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -157,4 +158,16 @@ func (w *Worker) HandedBack(reason string) float64 {
 		return 0
 	}
 	return readCounter(c)
+}
+
+// explain says, for `jobs show`, which of this process's limits handed a claim back.
+func (l *limiter) explain(reason string, t frontend.Task, workerID string) string {
+	switch reason {
+	case HandBackTenant:
+		return fmt.Sprintf("tenant %q is at worker %s's LimitConfig.PerTenant (%d at once)", t.Tenant, workerID, l.cfg.PerTenant)
+	case HandBackRate:
+		return fmt.Sprintf("tenant %q is at worker %s's LimitConfig.RatePerTenant (%d per %s)", t.Tenant, workerID,
+			l.cfg.RatePerTenant.N, l.cfg.RatePerTenant.Per)
+	}
+	return reason
 }

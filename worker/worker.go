@@ -337,7 +337,8 @@ func (w *Worker) handle(t frontend.Task) {
 		// claimed again before readyAt.
 		w.metrics.handedBack.WithLabelValues(reason).Inc()
 		log.Debug("jobs.limit.handed-back", "reason", reason, "tenant", t.Tenant, "until", readyAt)
-		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: readyAt})
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: readyAt,
+			Code: reason, Error: w.lim.explain(reason, t, w.cfg.ID)})
 		return
 	}
 	defer w.lim.done(t)
