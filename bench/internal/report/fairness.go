@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/ultimat3/jobs/bench/internal/record"
@@ -39,6 +40,7 @@ func renderFairness(w func(string, ...any), samples []record.Sample, keys []stri
 	}
 	p50 := lag(func(l *record.Lag) float64 { return l.P50 })
 	p99 := lag(func(l *record.Lag) float64 { return l.P99 })
+	var costs []string // printed under the table, which they would otherwise split
 	for _, k := range order {
 		for _, row := range []struct {
 			name string
@@ -63,8 +65,12 @@ func renderFairness(w func(string, ...any), samples []record.Sample, keys []stri
 			if cost > fairCost {
 				meets = "**not met**"
 			}
-			w("\n%s: fair claiming costs %s%% of oldest-first throughput (target ≤ %.0f%%: %s).\n", fair[k].label, num(cost, 1), fairCost, meets)
+			costs = append(costs, fmt.Sprintf("%s: fair claiming costs %s%% of oldest-first throughput (target ≤ %.0f%%: %s).",
+				fair[k].label, num(cost, 1), fairCost, meets))
 		}
 	}
 	w("\n")
+	for _, c := range costs {
+		w("%s\n\n", c)
+	}
 }
