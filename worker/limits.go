@@ -150,10 +150,10 @@ func (l *limiter) done(t frontend.Task) {
 	}
 }
 
-// HandedBack returns how many claims this worker handed back over its LimitConfig for reason
-// (HandBackTenant, HandBackRate): for tests and health checks.
-func (w *Worker) HandedBack(reason string) float64 {
-	c, err := w.metrics.handedBack.GetMetricWithLabelValues(reason)
+// HandedBack returns how many claims of a queue this worker handed back over its LimitConfig for
+// reason (HandBackTenant, HandBackRate): for tests and health checks.
+func (w *Worker) HandedBack(queue, reason string) float64 {
+	c, err := w.metrics.handedBack.GetMetricWithLabelValues(queue, reason)
 	if err != nil {
 		return 0
 	}

@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_replayed_total",
 			Help: "Claims that rebuilt the run by replaying its history."}),
 		handedBack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricClaimsHandedBack,
-			Help: jobs.MetricClaimsHandedBackHelp, ConstLabels: workerSource}, []string{"reason"}),
+			Help: jobs.MetricClaimsHandedBackHelp, ConstLabels: workerSource}, []string{"queue", "reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.leasesLost, m.jobsTotal, m.resumed, m.replayed, m.handedBack)

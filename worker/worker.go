@@ -335,7 +335,7 @@ func (w *Worker) handle(t frontend.Task) {
 	if ok, reason, readyAt := w.lim.admit(t); !ok {
 		// Over this process's budget: handed back without spending an attempt, not to be
 		// claimed again before readyAt.
-		w.metrics.handedBack.WithLabelValues(reason).Inc()
+		w.metrics.handedBack.WithLabelValues(t.Queue, reason).Inc()
 		log.Debug("jobs.limit.handed-back", "reason", reason, "tenant", t.Tenant, "until", readyAt)
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: readyAt,
 			Code: reason, Error: w.lim.explain(reason, t, w.cfg.ID)})
