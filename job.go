@@ -281,6 +281,9 @@ type EnqueueRequest struct {
 	// Left empty, the engine takes them from the enqueue's ctx (the caller's current span).
 	TraceParent string `json:"traceparent,omitempty" msgpack:"traceparent,omitempty"`
 	TraceState  string `json:"tracestate,omitempty" msgpack:"tracestate,omitempty"`
+	// Priority orders the run within its queue, from MinPriority to MaxPriority (0 by default):
+	// each level is a head start of PriorityStep in the claim order (see priority.go).
+	Priority int `json:"priority,omitempty" msgpack:"priority,omitempty"`
 }
 
 // Validate refuses a request that names no key or no tenant.
@@ -296,6 +299,8 @@ func (r EnqueueRequest) Validate() error {
 		return Errorf(CodeBadRequest, "enqueue of %q names a tenant and no-tenant", r.Job)
 	case r.Delay < 0 || math.IsNaN(float64(r.Delay)):
 		return Errorf(CodeBadRequest, "enqueue of %q has a negative delay", r.Job)
+	case r.Priority < MinPriority || r.Priority > MaxPriority:
+		return Errorf(CodeBadRequest, "enqueue of %q has priority %d; it must be from %d to %d", r.Job, r.Priority, MinPriority, MaxPriority)
 	}
 	for field, v := range map[string]string{"job": r.Job, "queue": r.Queue, "key": r.Key, "tenant": r.Tenant, "enqueuedBy": r.EnqueuedBy, "dedupeId": r.DedupeID} {
 		if err := ValidIdentifier(field, v); err != nil {

@@ -86,7 +86,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		req = jobs.EnqueueRequest{Job: body.Job, Queue: body.Queue, Key: body.Key, Tenant: body.Tenant,
 			NoTenant: body.NoTenant, EnqueuedBy: body.EnqueuedBy, Delay: time.Duration(body.Delay),
-			DedupeID: body.DedupeID}
+			DedupeID: body.DedupeID, Priority: body.Priority}
 		if len(body.Input) > 0 {
 			if req.Input, err = jobs.FromJSON(body.Input); err != nil {
 				return err

@@ -49,6 +49,8 @@ type EnqueueBody struct {
 	EnqueuedBy string          `json:"enqueuedBy,omitempty"`
 	// DedupeID: see jobs.EnqueueRequest.DedupeID.
 	DedupeID string `json:"dedupeId,omitempty"`
+	// Priority: see jobs.EnqueueRequest.Priority.
+	Priority int `json:"priority,omitempty"`
 }
 
 // CancelBody is the JSON body of POST /v1/runs/{id}/cancel.

@@ -80,6 +80,9 @@ type Config struct {
 	// Retention says how long finished runs are kept (retention.go); the zero value keeps
 	// completed and cancelled runs DefaultRetention, dead letters DefaultFailedRetention.
 	Retention RetentionConfig
+	// OldestFirst claims in plain oldest-ready order: no rotation across tenants, no priorities.
+	// Defaults to false (the fair order, store/flow.go).
+	OldestFirst bool
 }
 
 // Engine is the run lifecycle over a store.
@@ -101,6 +104,8 @@ type Engine struct {
 	// claimed remembers the job of each run recently claimed, so a heartbeat renews the slot of
 	// the run's own job without reading the run (slots.go).
 	claimed *lru.Cache[string, string]
+	// notes says why a run's claim was last handed back (flow.go).
+	notes handBackNotes
 
 	// keyMu guards key, the lease-token secret (lease.go), read from the store once. hmacs
 	// pools HMACs keyed with it; verified remembers the claims whose token was checked.
@@ -162,9 +167,11 @@ func New(cfg Config) (*Engine, error) {
 	e.cfg.ManifestResend = cfg.ManifestResend
 	e.ledgers, _ = lru.New[string, *ledger](cfg.Ledgers)
 	e.claimed, _ = lru.New[string, string](cfg.Ledgers)
+	e.notes, _ = lru.New[string, string](cfg.Ledgers)
 	e.verified, _ = lru.New[string, verifiedClaim](cfg.Ledgers)
 	e.matching = matching.New(matching.Config{Store: cfg.Store, Clock: cfg.Clock, Lease: cfg.Lease,
-		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger})
+		StickyWindow: cfg.StickyWindow, Fallback: cfg.PollFallback, Logger: cfg.Logger,
+		OldestFirst: cfg.OldestFirst})
 	e.timers = timers.New(timers.Config{Store: cfg.Store, Clock: cfg.Clock, Fallback: cfg.PollFallback,
 		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger,
 		OnExpired: e.metrics.expired, OnLag: func(d time.Duration) { e.metrics.timerLag.Observe(d.Seconds()) }})
@@ -311,7 +318,7 @@ func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now ti
 	run := store.Run{
 		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
 		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
-		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now,
+		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now, Priority: req.Priority,
 		TraceParent: req.TraceParent, TraceState: req.TraceState,
 	}
 	p := store.CreateRunParams{Run: run, Started: history.New(now, history.RunStarted{
@@ -440,6 +447,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			TraceParent: r.TraceParent, TraceState: r.TraceState}
 		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
 		e.claimed.Add(r.ID, r.Job)
+		e.notes.Remove(r.ID)
 		e.seedLedger(r)
 	}
 	return tasks, nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -300,6 +301,7 @@ func (e *Engine) handBackUndeclared(ctx context.Context, f *fleet, workerID stri
 			kept = append(kept, r)
 			continue
 		}
+		e.handedBack(r, handBackUndeclared, fmt.Sprintf("worker %q does not host job %q on queue %q", workerID, r.Job, r.Queue))
 		back = append(back, store.Mutation{RunID: r.ID, Fence: r.Fence, Now: now,
 			Transition: store.Transition{State: store.StateDelayed,
 				Timers: []store.Timer{{Key: timerHand, DueAt: now.Add(undeclaredRetry)}}}})
@@ -318,6 +320,9 @@ func (e *Engine) handBackUndeclared(ctx context.Context, f *fleet, workerID stri
 func (e *Engine) waitingReason(ctx context.Context, r store.Run) string {
 	if r.State != store.StateReady && r.State != store.StateDelayed {
 		return ""
+	}
+	if n := e.handBackNote(r); n != "" {
+		return n
 	}
 	f, err := e.fleetView(ctx, false)
 	if err != nil {

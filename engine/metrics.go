@@ -23,6 +23,7 @@ type metrics struct {
 	batchSeconds  prometheus.Histogram
 	timerLag      prometheus.Histogram
 	commitUnknown prometheus.Counter
+	handedBack    *prometheus.CounterVec // flow.go
 }
 
 var engineSource = prometheus.Labels{"source": "engine"}
@@ -51,13 +52,14 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 16)}),
 		commitUnknown: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_commit_unknown_total",
 			Help: "Group commits whose outcome had to be read back from the history (the connection failed mid-commit)."}),
+		handedBack: newHandBackMetric(),
 	}
 }
 
 // Collectors returns the engine's metrics, for a Prometheus registry.
 func (e *Engine) Collectors() []prometheus.Collector {
 	m := e.metrics
-	return []prometheus.Collector{m.jobs, m.leasesLost, m.runSeconds, m.stepSeconds, m.batchSize, m.batchSeconds,
+	return []prometheus.Collector{m.handedBack, m.jobs, m.leasesLost, m.runSeconds, m.stepSeconds, m.batchSize, m.batchSeconds,
 		m.timerLag, m.commitUnknown, e.retention.deleted, e.retention.events, e.retention.seconds}
 }
 

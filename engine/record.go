@@ -110,6 +110,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if out.res.Run.State.Finished() {
 		e.childFinished(ctx, out.res.Run)
 	}
+	if n := len(req.Commands); n > 0 && req.Commands[n-1].Kind == frontend.CmdRelease {
+		e.releasedByWorker(req.RunID, out.res.Run.Queue, req.Commands[n-1])
+	}
 	e.metrics.recorded(m, out.res.Run, arrived)
 	e.settled(out.res.Run.State)
 	if len(m.Timers) > 0 {

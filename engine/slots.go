@@ -33,6 +33,7 @@ func (e *Engine) takeSlots(ctx context.Context, runs []store.Run, limits map[str
 			continue
 		}
 		now := e.clock.Now()
+		e.handedBack(r, handBackJobCap, jobCapNote(r.Job, limit))
 		handBack = append(handBack, store.Mutation{RunID: r.ID, Fence: r.Fence, Now: now,
 			Transition: store.Transition{State: store.StateDelayed,
 				Timers: []store.Timer{{Key: timerHand, DueAt: now.Add(SlotRetry)}}}})

@@ -28,6 +28,9 @@ type Config struct {
 	// Defaults to 1s.
 	Fallback time.Duration
 	Logger   *slog.Logger
+	// OldestFirst claims in plain oldest-ready order, without tenant rotation or priorities
+	// (store.ClaimParams.OldestFirst). Defaults to false: the fair order.
+	OldestFirst bool
 }
 
 // Service is the matching service.
@@ -39,6 +42,9 @@ type Service struct {
 	// queue, so a spurious wake costs a claim query, and a per-queue fan-out would cost more code
 	// than it saves.
 	wake chan struct{}
+	// rotation is where each queue's last claim ended (store.ClaimParams.Rotation), so the next
+	// claim's round starts after that tenant.
+	rotation map[string]string
 }
 
 // New returns a matching service.
@@ -106,7 +112,10 @@ func (s *Service) Poll(ctx context.Context, p PollParams) ([]store.Run, error) {
 			Now:          now,
 			LeaseUntil:   now.Add(s.cfg.Lease),
 			StickyBefore: now.Add(-s.cfg.StickyWindow),
+			OldestFirst:  s.cfg.OldestFirst,
+			Rotation:     s.currentRotation(),
 		})
+		s.rotated(runs)
 		if err != nil || len(runs) > 0 || p.Wait <= 0 {
 			return runs, err
 		}

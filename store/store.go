@@ -61,7 +61,9 @@ type Run struct {
 	NoTenant   bool
 	EnqueuedBy string
 	Input      []byte
-	State      State
+	// Priority is a head start in its queue's claim order (see flow.go); 0 by default.
+	Priority int
+	State    State
 	// Attempt is the number of the current (or next) attempt, from 1.
 	Attempt int
 	// Fence is bumped by every claim; a worker's writes carry the fence it claimed with.
@@ -134,6 +136,12 @@ type ClaimParams struct {
 	// ReadyAt is at or before this time (the sticky window has passed). Runs whose WorkerID is
 	// the claimer's, or "", are always claimable.
 	StickyBefore time.Time
+	// OldestFirst claims in plain (ReadyAt, ID) order, without tenant rotation or priorities
+	// (see flow.go). The default is the fair order.
+	OldestFirst bool
+	// Rotation maps a queue to the tenant its previous claim ended on: the fair claim starts
+	// its round after it (see flow.go). The caller keeps it; NextRotation moves it.
+	Rotation map[string]string
 }
 
 // Transition is what a worker's commands make of a running run. The zero value leaves it running
@@ -273,8 +281,11 @@ type Store interface {
 	// concurrent creates with the same (Job, Key) create exactly one run.
 	RunCreate(ctx context.Context, runs []CreateRunParams) ([]CreateRunResult, error)
 
-	// RunClaim claims ready runs, oldest ReadyAt first: each becomes running, its Fence is bumped,
-	// WorkerID and LeaseUntil are set. A run is claimed by exactly one concurrent claimer.
+	// RunClaim claims ready runs in the fair claim order (rotating across each queue's tenants,
+	// higher priority first within a round; see flow.go), or oldest ReadyAt first with
+	// p.OldestFirst, and returns them in that order (ClaimOrder): each becomes running, its Fence
+	// is bumped, WorkerID and LeaseUntil are set. A run is claimed by exactly one concurrent
+	// claimer.
 	RunClaim(ctx context.Context, p ClaimParams) ([]Run, error)
 
 	// RunApply applies mutations, ideally in one transaction (group commit). Each is checked on

@@ -13,6 +13,8 @@ type metrics struct {
 	jobsTotal  *prometheus.CounterVec
 	resumed    prometheus.Counter
 	replayed   prometheus.Counter
+	// handedBack counts claims handed back over this process's LimitConfig, by reason.
+	handedBack *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -27,9 +29,11 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Help: "Wake-ups continued from a parked run without replay."}),
 		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_replayed_total",
 			Help: "Claims that rebuilt the run by replaying its history."}),
+		handedBack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricClaimsHandedBack,
+			Help: jobs.MetricClaimsHandedBackHelp, ConstLabels: workerSource}, []string{"queue", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.leasesLost, m.jobsTotal, m.resumed, m.replayed)
+		reg.MustRegister(m.leasesLost, m.jobsTotal, m.resumed, m.replayed, m.handedBack)
 	}
 	return m
 }

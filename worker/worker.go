@@ -63,6 +63,8 @@ type Config struct {
 	// QuietRuns drops the one info line per claim ("jobs.run": outcome and duration); errors and
 	// warnings are logged either way.
 	QuietRuns bool
+	// Limits is this process's budget of runs (limits.go): per replica, not for the fleet.
+	Limits LimitConfig
 }
 
 // Worker executes runs.
@@ -96,6 +98,8 @@ type Worker struct {
 	manifestKick chan struct{}
 	// limits are the fleet concurrency caps of the registered jobs.
 	limits map[string]int
+	// lim holds this process's LimitConfig (limits.go).
+	lim *limiter
 }
 
 // parked is a suspended run's execution kept for a wake-up on this worker.
@@ -142,6 +146,13 @@ func New(cfg Config) (*Worker, error) {
 		if n < 1 {
 			return nil, jobs.Errorf(jobs.CodeJobDefinition, "worker: queue %q concurrency must be at least 1, got %d", q, n)
 		}
+		if p := cfg.Limits.PerQueue; p > 0 && n > p {
+			cfg.Queues[q] = p
+		}
+	}
+	if l := cfg.Limits; l.PerTenant < 0 || l.PerQueue < 0 || l.Global < 0 || l.RatePerTenant.N < 0 ||
+		(l.RatePerTenant.N > 0 && l.RatePerTenant.Per <= 0) {
+		return nil, jobs.Errorf(jobs.CodeJobDefinition, "worker: limits %+v: caps cannot be negative and a rate needs a period", l)
 	}
 	if cfg.PollWait <= 0 {
 		cfg.PollWait = 10 * time.Second
@@ -154,7 +165,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
 		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
-		manifestKick: make(chan struct{}, 1)}
+		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	w.tracer = w.newTracer()
 	for _, d := range cfg.Registry.All() {
@@ -273,11 +284,21 @@ func (w *Worker) poll(queue string, concurrency int) {
 				break more
 			}
 		}
+		// The process-wide budget (LimitConfig.Global): never claim beyond it.
+		got := w.lim.take(w.pollCtx, free)
+		for i := got; i < free; i++ {
+			<-slots
+		}
+		if got == 0 {
+			return
+		}
+		free = got
 		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
 			Wait: w.cfg.PollWait, Limits: w.limits})
 		for i := len(tasks); i < free; i++ {
 			<-slots
 		}
+		w.lim.give(free - len(tasks))
 		if err != nil {
 			if w.pollCtx.Err() != nil {
 				return
@@ -299,6 +320,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			go func(t frontend.Task) {
 				defer w.inflight.Done()
 				defer func() { <-slots }()
+				defer w.lim.give(1)
 				w.handle(t)
 			}(t)
 		}
@@ -319,6 +341,16 @@ func (w *Worker) handle(t frontend.Task) {
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now().Add(5 * time.Second)})
 		return
 	}
+	if ok, reason, readyAt := w.lim.admit(t); !ok {
+		// Over this process's budget: handed back without spending an attempt, not to be
+		// claimed again before readyAt.
+		w.metrics.handedBack.WithLabelValues(t.Queue, reason).Inc()
+		log.Debug("jobs.limit.handed-back", "reason", reason, "tenant", t.Tenant, "until", readyAt)
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: readyAt,
+			Code: reason, Error: w.lim.explain(reason, t, w.cfg.ID)})
+		return
+	}
+	defer w.lim.done(t)
 	outcome, began := "", w.clock.Now()
 	defer func() { w.logRun(log, outcome, began) }()
 	cfg := def.Config()

@@ -264,6 +264,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	var input, key, tenant, queue, by, traceparent string
 	var noTenant, asJSON bool
 	var delay time.Duration
+	var priority int
 	cmd := &cobra.Command{
 		Use:   "enqueue NAME --input JSON --key K (--tenant T | --no-tenant)",
 		Short: "Start a run of a job by name",
@@ -294,7 +295,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 			// environment carriers do; a malformed value is ignored like a malformed header.
 			ctx := jobs.ContextWithTrace(cmd.Context(), traceparent, os.Getenv("TRACESTATE"))
 			res, err := c.Enqueue(ctx, jobs.EnqueueRequest{Job: args[0], Queue: queue, Input: in, Key: key,
-				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay})
+				Tenant: tenant, NoTenant: noTenant, EnqueuedBy: by, Delay: delay, Priority: priority})
 			if err != nil {
 				return err
 			}
@@ -316,6 +317,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	f.BoolVar(&noTenant, "no-tenant", false, "the run acts for no tenant")
 	f.StringVar(&queue, "queue", "", "queue (default: \"default\"; a typed job's is in its definition)")
 	f.DurationVar(&delay, "delay", 0, "start the run after this long")
+	f.IntVar(&priority, "priority", 0, "order within the queue, -100 to 100: each level is a one-minute head start")
 	f.StringVar(&by, "by", whoami(), "who enqueued it (attribution, never authority)")
 	f.StringVar(&traceparent, "traceparent", os.Getenv("TRACEPARENT"), "W3C traceparent the run joins (default $TRACEPARENT)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")

@@ -35,6 +35,8 @@ type Store struct {
 	// ready holds, per queue, the ready runs ordered by (ReadyAt, ID): a claim pops from the
 	// front instead of scanning every run.
 	ready map[string]*readyHeap
+	// lanes holds, per queue and tenant, the ready runs in claim order (flow.go).
+	lanes map[string]map[string]*laneHeap
 	// running holds the running runs, the only ones a lease can lapse on.
 	running map[string]*runRec
 	// counts is every queue's depth by state, kept as runs change state.
@@ -90,6 +92,8 @@ type runRec struct {
 	delivered map[string]bool
 	// readyIdx is the run's index in its queue's ready heap; -1 when it is not there.
 	readyIdx int
+	// laneIdx is the run's index in its lane's heap (flow.go); -1 when it is not there.
+	laneIdx int
 }
 
 type timerRec struct {
@@ -126,6 +130,7 @@ func New() *Store {
 		runs:         map[string]*runRec{},
 		live:         map[jobKey]*runRec{},
 		ready:        map[string]*readyHeap{},
+		lanes:        map[string]map[string]*laneHeap{},
 		running:      map[string]*runRec{},
 		counts:       map[string]map[store.State]int{},
 		waits:        map[pairKey]map[*waitRec]struct{}{},
@@ -178,6 +183,7 @@ func (s *Store) index(r *runRec) {
 			s.ready[r.run.Queue] = h
 		}
 		heap.Push(h, r)
+		s.indexLane(r)
 	case store.StateRunning:
 		s.running[r.run.ID] = r
 	}
@@ -198,6 +204,7 @@ func (s *Store) unindex(r *runRec) {
 	switch r.run.State {
 	case store.StateReady:
 		heap.Remove(s.ready[r.run.Queue], r.readyIdx)
+		s.unindexLane(r)
 	case store.StateRunning:
 		delete(s.running, r.run.ID)
 	}
@@ -369,7 +376,7 @@ func (s *Store) create(ps []store.CreateRunParams) ([]store.CreateRunResult, err
 		run.UpdatedAt = run.CreatedAt
 		run.FinishedAt = time.Time{}
 		r := &runRec{run: run, timers: map[string]*timerRec{}, waits: map[string]*waitRec{},
-			delivered: map[string]bool{}, readyIdx: -1}
+			delivered: map[string]bool{}, readyIdx: -1, laneIdx: -1}
 		s.runs[run.ID] = r
 		s.appendEvents(r, p.Started)
 		s.setState(r, st)
@@ -389,6 +396,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	if !p.OldestFirst {
+		return s.claimFair(p), nil
+	}
 
 	var heaps []*readyHeap
 	seen := map[string]bool{}

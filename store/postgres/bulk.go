@@ -90,7 +90,8 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 	for i, p := range ps {
 		r := p.Run
 		rows[i] = []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy, r.Input,
-			string(r.State), int32(r.Attempt), ts(r.ReadyAt), r.CreatedAt, int32(i)}
+			string(r.State), int32(r.Attempt), ts(r.ReadyAt), r.CreatedAt, r.TraceParent, r.TraceState,
+			int32(r.Priority), int32(i)}
 	}
 	if err := t.copyFrom(ctx, pgx.Identifier{"pg_temp", "jobs_bulk_runs"}, bulkStageColumns, rows); err != nil {
 		return nil, nil, err

@@ -372,7 +372,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	var lease, ready, finished pgtype.Timestamptz
 	err := row.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
 		&state, &r.Attempt, &r.Fence, &r.WorkerID, &lease, &ready, &r.LastSeq, &r.Result, &r.ErrorCode,
-		&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &finished, &r.TraceParent, &r.TraceState)
+		&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &finished, &r.TraceParent, &r.TraceState, &r.Priority)
 	if err != nil {
 		return store.Run{}, err
 	}

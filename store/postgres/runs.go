@@ -85,6 +85,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			readyAts                    = make([]pgtype.Timestamptz, n)
 			createdAts                  = make([]time.Time, n)
 			traceParents, traceStates   = make([]string, n), make([]string, n)
+			priorities                  = make([]int32, n)
 		)
 		for j, i := range pending {
 			r := ps[i].Run
@@ -93,12 +94,13 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			noTenant[j], inputs[j], attempts[j] = r.NoTenant, r.Input, int32(r.Attempt)
 			readyAts[j], createdAts[j] = ts(r.ReadyAt), r.CreatedAt
 			traceParents[j], traceStates[j] = r.TraceParent, r.TraceState
+			priorities[j] = int32(r.Priority)
 		}
 		inserted := map[string]bool{}
 		live := map[[2]string]*store.Run{}
 		b := t.batch()
 		b.Queue(s.q(stmtRunInsert), ids, jobNames, queues, keys, tenants, noTenant, enqueuers, inputs,
-			states, attempts, readyAts, createdAts, traceParents, traceStates).Query(func(rows pgx.Rows) error {
+			states, attempts, readyAts, createdAts, traceParents, traceStates, priorities).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
 				if err := rows.Scan(&id); err != nil {
@@ -172,6 +174,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	queues := slices.Clone(p.Queues)
 	slices.Sort(queues)
 	queues = slices.Compact(queues)
+	if !p.OldestFirst {
+		return s.claimFair(ctx, p, queues)
+	}
 	rows, err := s.pool.Query(ctx, s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit,
 		ts(p.LeaseUntil), p.Now)
 	if err != nil {

@@ -76,7 +76,7 @@ const liveStates = `('ready', 'delayed', 'running', 'suspended')`
 
 const runColumns = `id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, fence,
 	worker_id, lease_until, ready_at, last_seq, result, error_code, error, stop_reason, created_at,
-	updated_at, finished_at, trace_parent, trace_state`
+	updated_at, finished_at, trace_parent, trace_state, priority`
 
 var sqlText = [numStmts]string{
 	stmtBegin:    `BEGIN`,
@@ -92,14 +92,14 @@ var sqlText = [numStmts]string{
 	// call, the first (ord) is inserted and the second conflicts with it.
 	stmtRunInsert: `
 INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
-	ready_at, last_seq, created_at, updated_at, trace_parent, trace_state)
+	ready_at, last_seq, created_at, updated_at, trace_parent, trace_state, priority)
 SELECT u.id, u.job, u.queue, u.key, u.tenant, u.no_tenant, u.enqueued_by, u.input, u.state,
-	u.attempt, u.ready_at, 1, u.created_at, u.created_at, u.trace_parent, u.trace_state
+	u.attempt, u.ready_at, 1, u.created_at, u.created_at, u.trace_parent, u.trace_state, u.priority
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[],
 	$8::bytea[], $9::text[], $10::integer[], $11::timestamptz[], $12::timestamptz[], $13::text[],
-	$14::text[])
+	$14::text[], $15::integer[])
 	WITH ORDINALITY AS u(id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
-	ready_at, created_at, trace_parent, trace_state, ord)
+	ready_at, created_at, trace_parent, trace_state, priority, ord)
 ORDER BY u.job, u.key, u.ord
 ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
 RETURNING id`,

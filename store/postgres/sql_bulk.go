@@ -8,7 +8,7 @@ const (
 	sqlBulkStage = `CREATE TEMP TABLE jobs_bulk_runs (
 	id text, job text, queue text, key text, tenant text, no_tenant boolean, enqueued_by text,
 	input bytea, state text, attempt integer, ready_at timestamptz, created_at timestamptz,
-	ord integer
+	trace_parent text, trace_state text, priority integer, ord integer
 ) ON COMMIT DROP`
 
 	// sqlBulkInsert moves the staged rows into runs in (job, key) order, as RunCreate inserts
@@ -16,9 +16,9 @@ const (
 	// row whose key a live run holds (stored, or an earlier row of the batch) is left out; the
 	// ids returned are the runs written.
 	sqlBulkInsert = `INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input,
-	state, attempt, ready_at, last_seq, created_at, updated_at)
+	state, attempt, ready_at, last_seq, created_at, updated_at, trace_parent, trace_state, priority)
 SELECT id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, ready_at, 1,
-	created_at, created_at
+	created_at, created_at, trace_parent, trace_state, priority
 FROM pg_temp.jobs_bulk_runs
 ORDER BY job, key, ord
 ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
@@ -31,7 +31,7 @@ RETURNING id`
 
 // bulkStageColumns are the staging table's columns, in COPY's order.
 var bulkStageColumns = []string{"id", "job", "queue", "key", "tenant", "no_tenant", "enqueued_by",
-	"input", "state", "attempt", "ready_at", "created_at", "ord"}
+	"input", "state", "attempt", "ready_at", "created_at", "trace_parent", "trace_state", "priority", "ord"}
 
 // historyColumns are the history table's columns COPY writes.
 var historyColumns = []string{"run_id", "seq", "kind", "name", "at", "data"}

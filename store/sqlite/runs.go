@@ -22,7 +22,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	err := sc.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &noTenant, &r.EnqueuedBy,
 		blob{&r.Input}, &state, &r.Attempt, &r.Fence, &r.WorkerID, &leaseUntil, &readyAt,
 		&r.LastSeq, blob{&r.Result}, &r.ErrorCode, &r.Error, &r.StopReason,
-		&createdAt, &updatedAt, &finishedAt, &r.TraceParent, &r.TraceState)
+		&createdAt, &updatedAt, &finishedAt, &r.TraceParent, &r.TraceState, &r.Priority)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -41,7 +41,7 @@ func runArgs(r store.Run) []any {
 	return []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy,
 		blobArg(r.Input), string(r.State), r.Attempt, r.Fence, r.WorkerID, encTime(r.LeaseUntil),
 		encTime(r.ReadyAt), r.LastSeq, blobArg(r.Result), r.ErrorCode, r.Error, r.StopReason,
-		encTime(r.CreatedAt), encTime(r.UpdatedAt), encTime(r.FinishedAt), r.TraceParent, r.TraceState}
+		encTime(r.CreatedAt), encTime(r.UpdatedAt), encTime(r.FinishedAt), r.TraceParent, r.TraceState, r.Priority}
 }
 
 func errNotFound(id string) error {
@@ -222,6 +222,9 @@ func (t *wtx) insertRun(r *store.Run, started history.Event) error {
 func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
 	if p.Limit <= 0 || len(p.Queues) == 0 {
 		return nil, nil
+	}
+	if !p.OldestFirst {
+		return s.claimFair(ctx, p)
 	}
 	var out []store.Run
 	err := s.write(ctx, "claim", func(t *wtx) error {

@@ -13,7 +13,7 @@ package sqlite
 // runCols are the columns of a runs row, in the order scanRun reads them.
 const runCols = `id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, fence,
 	worker_id, lease_until, ready_at, last_seq, result, error_code, error, stop_reason,
-	created_at, updated_at, finished_at, trace_parent, trace_state`
+	created_at, updated_at, finished_at, trace_parent, trace_state, priority`
 
 // The migration ledger.
 const (
@@ -38,7 +38,7 @@ const (
 		WHERE job = ? AND key = ? AND state IN ('ready', 'delayed', 'running', 'suspended')`
 
 	sqlRunInsert = `INSERT INTO runs (` + runCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// sqlRunSave writes back every column a transition, a wake-up, a cancel or a retry may
 	// change; the Go code computes the new row and this statement stores it.
@@ -228,4 +228,5 @@ var writeStatements = []string{
 	sqlLeaderAcquire, sqlLeaderGet, sqlLeaderRelease, sqlScheduleInsert, sqlScheduleGet, sqlScheduleSave,
 	sqlBackfillGet, sqlBackfillInsert, sqlBackfillAdopt, sqlBackfillUpdate, sqlBackfillFinish,
 	sqlDedupeGet, sqlDedupeInsert, sqlDedupePrune,
+	sqlLaneFirst, sqlLaneNext, sqlLaneHead,
 }

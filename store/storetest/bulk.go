@@ -41,6 +41,11 @@ func bulkParams(from, n int) []store.CreateRunParams {
 var bulkTests = []test{
 	{"CreatesEveryItemWithItsRunStarted", func(t *testing.T, s store.Store) {
 		ps := bulkParams(1, bulkItems)
+		for i := range ps { // the columns other features add to a run travel the bulk path too
+			ps[i].Run.Priority = i%7 - 3
+			ps[i].Run.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+			ps[i].Run.TraceState = "k=v"
+		}
 		res := bulkCreate(t, s, ps)
 		for i, p := range ps {
 			r := res[i]
@@ -50,7 +55,8 @@ var bulkTests = []test{
 			for what, got := range map[string]store.Run{"result": r.Run, "RunGet": get(t, s, p.Run.ID)} {
 				if got.Job != p.Run.Job || got.Queue != p.Run.Queue || got.Key != p.Run.Key ||
 					got.Tenant != p.Run.Tenant || got.State != p.Run.State || got.Attempt != 1 ||
-					got.LastSeq != 1 || !bytes.Equal(got.Input, p.Run.Input) {
+					got.LastSeq != 1 || !bytes.Equal(got.Input, p.Run.Input) || got.Priority != p.Run.Priority ||
+					got.TraceParent != p.Run.TraceParent || got.TraceState != p.Run.TraceState {
 					t.Fatalf("item %d, %s: %+v does not hold what was created", i, what, got)
 				}
 				wantTime(t, what+" ReadyAt", got.ReadyAt, p.Run.ReadyAt)

@@ -149,7 +149,8 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
 		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 		systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
-		systems.ScenarioRelay:
+		systems.ScenarioRelay,
+		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
 		res, err = timed(ctx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", spec.Scenario)
@@ -238,6 +239,13 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 	case systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
 		systems.ScenarioRelay:
 		return prepareSection9(ctx, sys, spec)
+	case systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
+		f, ok := sys.(systems.FairnessMeasurer)
+		if !ok {
+			return nil, systems.Unsupported("fair claiming is measured for our engine only")
+		}
+		return f.Fairness(ctx, systems.FairnessSpec{Backlog: spec.N - systems.FairnessNewcomers, Concurrency: spec.Concurrency,
+			OldestFirst: spec.Scenario == systems.ScenarioFairnessOldest})
 	case systems.ScenarioTimers:
 		t, ok := sys.(systems.TimerLagger)
 		if !ok {

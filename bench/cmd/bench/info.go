@@ -35,6 +35,7 @@ func collectInfo(ctx context.Context, admin *pgx.Conn, cfg config, scratch strin
 		ReplayEvents:   cfg.ReplayEvents,
 		ResumeEvents:   cfg.ResumeEvents,
 		Timers:         cfg.Timers,
+		FairBacklog:    cfg.FairBacklog,
 		TimerWindow:    cfg.TimerWindow,
 		TimerLead:      cfg.timerLead(),
 		BackfillRows:   cfg.BackfillRows,

@@ -68,6 +68,7 @@ type config struct {
 	ReplayEvents []int         // history lengths replayed with replay.Check
 	ResumeEvents int           // recorded events of the run that resumes on a fresh worker
 	Timers       int           // sleeping runs of the timer-lag scenario
+	FairBacklog  int           // tenant A's backlog in the fairness scenario
 	TimerWindow  time.Duration // span of their due times
 	TimerLead    time.Duration // first enqueue → first due time; 0 = derived from Timers
 	// Section 8, our engine only.
@@ -85,7 +86,7 @@ var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, syste
 	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
 	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
-	systems.ScenarioRelay}
+	systems.ScenarioRelay, systems.ScenarioFairness}
 
 func (c config) runs(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
@@ -180,6 +181,8 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.BackfillPages, "backfill-pages", envInt("BENCH_BACKFILL_PAGES", pick(100000, 1000)),
 		"completed pages of the backfill pass that resumes (BENCH_BACKFILL_PAGES)")
 	flag.IntVar(&c.Timers, "timers", envInt("BENCH_TIMERS", pick(10000, 500)), "sleeping runs in the timer-lag scenario (BENCH_TIMERS)")
+	flag.IntVar(&c.FairBacklog, "fair-backlog", envInt("BENCH_FAIR_BACKLOG", pick(50000, 2000)),
+		"tenant A's backlog in the fairness scenario, before tenant B's 100 runs (BENCH_FAIR_BACKLOG)")
 	flag.StringVar(&timerWindow, "timer-window", envStr("BENCH_TIMER_WINDOW", pickStr("10s", "2s")),
 		"span over which the timers fall due (BENCH_TIMER_WINDOW)")
 	flag.StringVar(&timerLead, "timer-lead", envStr("BENCH_TIMER_LEAD", "auto"),
@@ -503,6 +506,7 @@ func (h *harness) engineOnly(ctx context.Context, keys []string) {
 	}
 	h.backfills(ctx, keys)
 	h.section9(ctx, keys)
+	h.fairness(ctx, keys)
 }
 
 // measured runs one measurement on a machine that is as quiet as it can get. Before the run it

@@ -27,6 +27,7 @@ type Info struct {
 	// Scenarios 5 and 6 (our engine only).
 	ReplayEvents           []int
 	ResumeEvents, Timers   int
+	FairBacklog            int
 	TimerWindow, TimerLead time.Duration
 	// Section 8 (our engine only).
 	BackfillRows, BackfillPages int
@@ -272,6 +273,7 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderCost(w, samples, keys)
 	renderBackfills(w, samples, keys, in)
 	renderSection9(w, samples, keys, in)
+	renderFairness(w, samples, keys, in)
 	renderNotes(w, in)
 	renderFailures(w, samples)
 	renderAll(w, samples)
@@ -647,7 +649,8 @@ func scenarioName(s record.Sample) string {
 	case record.ScenarioSQLite:
 		return "sqlite(" + s.Sync + ")"
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
+		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
 		return fmt.Sprintf("%s(%d)", s.Scenario, s.N)
 	}
 	return s.Scenario

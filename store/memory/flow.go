@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"container/heap"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// A lane is one tenant's ready runs in one queue, in claim order (ClaimAt, then ID). The fair
+// claim (store/flow.go) takes the heads of every lane of the polled queues before the second run
+// of any, so it reads O(lanes × limit) runs, never the backlog.
+
+func laneLess(a, b *runRec) bool {
+	ca, cb := store.ClaimAt(a.run.ReadyAt, a.run.Priority), store.ClaimAt(b.run.ReadyAt, b.run.Priority)
+	if !ca.Equal(cb) {
+		return ca.Before(cb)
+	}
+	return a.run.ID < b.run.ID
+}
+
+type laneHeap []*runRec
+
+func (h laneHeap) Len() int           { return len(h) }
+func (h laneHeap) Less(i, j int) bool { return laneLess(h[i], h[j]) }
+func (h laneHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].laneIdx, h[j].laneIdx = i, j
+}
+func (h *laneHeap) Push(x any) {
+	r := x.(*runRec)
+	r.laneIdx = len(*h)
+	*h = append(*h, r)
+}
+func (h *laneHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.laneIdx = -1
+	return r
+}
+
+func (s *Store) indexLane(r *runRec) {
+	q := s.lanes[r.run.Queue]
+	if q == nil {
+		q = map[string]*laneHeap{}
+		s.lanes[r.run.Queue] = q
+	}
+	h := q[r.run.Tenant]
+	if h == nil {
+		h = &laneHeap{}
+		q[r.run.Tenant] = h
+	}
+	heap.Push(h, r)
+}
+
+func (s *Store) unindexLane(r *runRec) {
+	q := s.lanes[r.run.Queue]
+	h := q[r.run.Tenant]
+	heap.Remove(h, r.laneIdx)
+	if h.Len() == 0 {
+		delete(q, r.run.Tenant)
+	}
+}
+
+// claimFair claims in the fair order (store/flow.go). The caller holds the lock.
+func (s *Store) claimFair(p store.ClaimParams) []store.Run {
+	var cands []store.Run
+	recs := map[string]*runRec{}
+	seen := map[string]bool{}
+	for _, q := range p.Queues {
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		tenants := make([]string, 0, len(s.lanes[q]))
+		for t := range s.lanes[q] {
+			tenants = append(tenants, t)
+		}
+		cursor, has := p.Rotation[q]
+		store.RotationOrder(tenants, cursor, has)
+		if len(tenants) > p.Limit {
+			tenants = tenants[:p.Limit]
+		}
+		share := store.LaneShare(p.Limit, len(tenants))
+		for _, t := range tenants {
+			h := s.lanes[q][t]
+			var popped []*runRec
+			taken := 0
+			for taken < share && h.Len() > 0 {
+				r := heap.Pop(h).(*runRec)
+				popped = append(popped, r)
+				if r.run.WorkerID == "" || r.run.WorkerID == p.WorkerID || !r.run.ReadyAt.After(p.StickyBefore) {
+					cands = append(cands, r.run)
+					recs[r.run.ID] = r
+					taken++
+				}
+			}
+			for _, r := range popped {
+				heap.Push(h, r)
+			}
+		}
+	}
+	store.ClaimOrder(cands, p)
+	if len(cands) > p.Limit {
+		cands = cands[:p.Limit]
+	}
+	out := make([]store.Run, 0, len(cands))
+	for _, c := range cands {
+		r := recs[c.ID]
+		r.run.Fence++
+		r.run.WorkerID = p.WorkerID
+		r.run.LeaseUntil = p.LeaseUntil
+		r.run.UpdatedAt = p.Now
+		s.setState(r, store.StateRunning)
+		out = append(out, cloneRun(r.run))
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package postgres
+
+// The fair claim (flow.go), in one statement. $1 queues, $2 worker, $3 sticky-before, $4 limit,
+// $5 lease until, $6 now, $7 each queue's rotation cursor, $8 whether it has one.
+//
+// walk finds each queue's lanes in rotation order through runs_lanes, one index probe a lane (a
+// loose index scan: Postgres has no skip scan of its own): the tenants after the cursor, then,
+// wrapped around, those from the first up to it; at most $4 of each. Each probe has a bound the
+// index can seek to and orders by the index's own columns, so it reads one entry; the wrapped
+// walk stops past the cursor rather than filtering (a filter would read a whole lane to reject). kept keeps the first $4 lanes of each queue.
+// heads reads each kept lane's first claimable runs in claim order under SKIP LOCKED, like the
+// plain claim, at most ceil($4/lanes) a lane; picked ranks them within their lane and keeps the
+// first $4 by (rank, the lane's place, claim time, id). The cost grows with the limit, not with
+// the backlog nor the number of tenants; the surplus heads locked here are left to other
+// claimers when the statement commits.
+const sqlClaimFair = `
+WITH RECURSIVE params AS (
+	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
+),
+walk AS (
+	SELECT p.queue, p.cursor, false AS wrapped, 1 AS n, (SELECT r.tenant FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = p.queue AND r.tenant > p.cursor
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1) AS tenant
+	FROM params p WHERE p.has
+	UNION ALL
+	SELECT p.queue, p.cursor, p.has, 1, (SELECT r.tenant FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = p.queue
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1)
+	FROM params p
+	UNION ALL
+	SELECT w.queue, w.cursor, w.wrapped, w.n + 1, (SELECT r.tenant FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = w.queue AND r.tenant > w.tenant
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1)
+	FROM walk w WHERE w.tenant IS NOT NULL AND w.n < $4 AND NOT (w.wrapped AND w.tenant > w.cursor)
+),
+kept AS (
+	SELECT k.queue, k.tenant, k.wrapped, count(*) OVER (PARTITION BY k.queue) AS lanes FROM (
+		SELECT w.queue, w.tenant, w.wrapped,
+			row_number() OVER (PARTITION BY w.queue ORDER BY w.wrapped, w.tenant) AS place
+		FROM walk w WHERE w.tenant IS NOT NULL AND NOT (w.wrapped AND w.tenant > w.cursor)
+	) k WHERE k.place <= $4
+),
+heads AS (
+	SELECT k.tenant, k.wrapped, c.id, c.claim_at,
+		row_number() OVER (PARTITION BY k.queue, k.tenant ORDER BY c.claim_at, c.id) AS rank
+	FROM kept k
+	CROSS JOIN LATERAL (
+		SELECT r.id, {S}.claim_at(r.ready_at, r.priority) AS claim_at FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = k.queue AND r.tenant = k.tenant
+			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
+		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
+		LIMIT ($4 + k.lanes - 1) / k.lanes
+		FOR UPDATE SKIP LOCKED
+	) c
+),
+picked AS (
+	SELECT h.id FROM heads h
+	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
+	LIMIT $4
+)
+UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
+	updated_at = $6
+FROM picked WHERE r.id = picked.id
+RETURNING {RUN_R}`

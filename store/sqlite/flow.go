@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// claimFair claims in the fair order (store/flow.go): for each polled queue, it walks the lanes
+// in rotation order (one index seek each, at most Limit of them, plus one to wrap around),
+// reads each lane's first claimable runs (one short index range each), orders them and claims
+// the first Limit. Its cost grows with Limit, not with the backlog nor the number of tenants.
+func (s *Store) claimFair(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
+	var out []store.Run
+	err := s.write(ctx, "claim", func(t *wtx) error {
+		var cands []store.Run
+		seen := map[string]bool{}
+		for _, q := range p.Queues {
+			if seen[q] {
+				continue
+			}
+			seen[q] = true
+			cursor, has := p.Rotation[q]
+			tenants, err := t.lanes(q, cursor, has, p.Limit)
+			if err != nil {
+				return err
+			}
+			share := store.LaneShare(p.Limit, len(tenants))
+			for _, tenant := range tenants {
+				rows, err := t.query(sqlLaneHead, nameArgs("queue", q, "tenant", tenant, "worker", p.WorkerID,
+					"sticky_before", encTime(p.StickyBefore), "limit", share)...)
+				if err != nil {
+					return err
+				}
+				more, err := collect(rows, func(rows *sql.Rows) (store.Run, error) {
+					var claimAt int64
+					r := store.Run{Queue: q, Tenant: tenant}
+					err := rows.Scan(&r.ID, &claimAt)
+					// ClaimOrder needs only the claim time: carry it as ReadyAt, priority 0.
+					r.ReadyAt = decTime(claimAt)
+					return r, err
+				})
+				if err != nil {
+					return err
+				}
+				cands = append(cands, more...)
+			}
+		}
+		store.ClaimOrder(cands, p)
+		if len(cands) > p.Limit {
+			cands = cands[:p.Limit]
+		}
+		for _, c := range cands {
+			r, err := scanRun(t.queryRow(sqlClaimRun, nameArgs("worker", p.WorkerID,
+				"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "id", c.ID)...))
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lanes returns up to limit tenants with ready runs in queue q, in rotation order.
+func (t *wtx) lanes(q, cursor string, has bool, limit int) ([]string, error) {
+	var out []string
+	next := func(first bool, after string) (string, bool, error) {
+		var tenant string
+		var err error
+		if first {
+			err = t.queryRow(sqlLaneFirst, nameArgs("queue", q)...).Scan(&tenant)
+		} else {
+			err = t.queryRow(sqlLaneNext, nameArgs("queue", q, "after", after)...).Scan(&tenant)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", false, nil
+		}
+		return tenant, err == nil, err
+	}
+	// The lanes after the cursor, then, wrapping around, the lanes up to it.
+	first, after := !has, cursor
+	for len(out) < limit {
+		tenant, ok, err := next(first, after)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		out = append(out, tenant)
+		first, after = false, tenant
+	}
+	if has {
+		first = true
+		for len(out) < limit {
+			tenant, ok, err := next(first, after)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || tenant > cursor {
+				break
+			}
+			out = append(out, tenant)
+			first, after = false, tenant
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,22 @@
+package sqlite
+
+// The fair claim (flow.go). All walk runs_lanes; the claim-time expression is written exactly as
+// the index's, so the planner uses it.
+const (
+	// sqlLaneFirst and sqlLaneNext find a queue's first tenant with a ready run, and the next
+	// one after :after: one index seek each.
+	sqlLaneFirst = `SELECT tenant FROM runs
+		WHERE queue = :queue AND state = 'ready'
+		ORDER BY tenant LIMIT 1`
+	sqlLaneNext = `SELECT tenant FROM runs
+		WHERE queue = :queue AND state = 'ready' AND tenant > :after
+		ORDER BY tenant LIMIT 1`
+
+	// sqlLaneHead reads a lane's first claimable runs in claim order, skipping runs parked for
+	// another worker whose sticky window has not passed.
+	sqlLaneHead = `SELECT id, ready_at - priority * 60000000000 FROM runs
+		WHERE queue = :queue AND state = 'ready' AND tenant = :tenant
+		  AND (worker_id = '' OR worker_id = :worker OR ready_at <= :sticky_before)
+		ORDER BY ready_at - priority * 60000000000, id
+		LIMIT :limit`
+)

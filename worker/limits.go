@@ -1,0 +1,173 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+)
+
+// LimitConfig is this process's budget of runs. Every field is per worker process, not for the
+// fleet: PerTenant 2 on twenty replicas is forty runs of a tenant at once, and RatePerTenant's
+// window lives in this process's memory, so a restart grants every tenant a fresh allowance.
+// Size it as a per-replica budget; for a limit the fleet must hold, declare it on the job
+// (jobs.Concurrency), which the engine enforces with rows every replica sees. Zero fields do not
+// limit.
+type LimitConfig struct {
+	// PerTenant caps the runs of one tenant executing at once in this process. Runs of no tenant
+	// are not counted.
+	PerTenant int
+	// PerQueue caps the runs of one queue executing at once (it lowers Config.Queues'
+	// concurrency of every queue above it).
+	PerQueue int
+	// Global caps the runs executing at once in this process, across its queues.
+	Global int
+	// RatePerTenant caps how many runs of one tenant this process starts per period.
+	RatePerTenant Rate
+}
+
+// Rate is N per Per.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// Why a claim was handed back (the reason label of jobs_claims_handed_back_total).
+const (
+	HandBackTenant = "tenant_cap"
+	HandBackRate   = "tenant_rate"
+)
+
+// A claim over PerTenant or RatePerTenant is handed back (frontend.CmdRelease: no attempt
+// spent), delayed so that it is not claimed again at once: for the rate, until the window has
+// room; for the tenant cap, by a backoff per tenant that doubles while the tenant stays at its
+// cap (tenantBackoffMin to tenantBackoffMax) and resets once a run of it is admitted. Global and
+// PerQueue are never over: the pollers do not ask for more runs than they leave room for.
+const (
+	tenantBackoffMin = 250 * time.Millisecond
+	tenantBackoffMax = 5 * time.Second
+)
+
+type limiter struct {
+	cfg   LimitConfig
+	clock clock.Clock
+	// global holds a token per run executing, when Global is set.
+	global chan struct{}
+
+	mu      sync.Mutex
+	running map[string]int
+	starts  map[string][]time.Time
+	backoff map[string]time.Duration
+}
+
+func newLimiter(cfg LimitConfig, c clock.Clock) *limiter {
+	l := &limiter{cfg: cfg, clock: c, running: map[string]int{}, starts: map[string][]time.Time{},
+		backoff: map[string]time.Duration{}}
+	if cfg.Global > 0 {
+		l.global = make(chan struct{}, cfg.Global)
+	}
+	return l
+}
+
+// take reserves up to want runs of the global budget, waiting for at least one; 0 when ctx ends
+// first. Without a global cap it grants want.
+func (l *limiter) take(ctx context.Context, want int) int {
+	if l.global == nil {
+		return want
+	}
+	select {
+	case l.global <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	got := 1
+	for got < want {
+		select {
+		case l.global <- struct{}{}:
+			got++
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+// give returns n reservations of the global budget.
+func (l *limiter) give(n int) {
+	if l.global == nil {
+		return
+	}
+	for range n {
+		<-l.global
+	}
+}
+
+// admit decides whether a claimed task may run here now. When it may not, it says why and when
+// to offer the run again.
+func (l *limiter) admit(t frontend.Task) (ok bool, reason string, readyAt time.Time) {
+	if t.Tenant == "" || (l.cfg.PerTenant <= 0 && l.cfg.RatePerTenant.N <= 0) {
+		return true, "", time.Time{}
+	}
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.PerTenant > 0 && l.running[t.Tenant] >= l.cfg.PerTenant {
+		d := max(l.backoff[t.Tenant], tenantBackoffMin)
+		l.backoff[t.Tenant] = min(2*d, tenantBackoffMax)
+		return false, HandBackTenant, now.Add(d)
+	}
+	if r := l.cfg.RatePerTenant; r.N > 0 && r.Per > 0 {
+		s := l.starts[t.Tenant]
+		for len(s) > 0 && !s[0].After(now.Add(-r.Per)) {
+			s = s[1:]
+		}
+		if len(s) >= r.N {
+			l.starts[t.Tenant] = s
+			return false, HandBackRate, s[0].Add(r.Per)
+		}
+		l.starts[t.Tenant] = append(s, now)
+	}
+	l.running[t.Tenant]++
+	delete(l.backoff, t.Tenant)
+	return true, "", time.Time{}
+}
+
+// done ends an admitted run's hold on its tenant's budget.
+func (l *limiter) done(t frontend.Task) {
+	if t.Tenant == "" || (l.cfg.PerTenant <= 0 && l.cfg.RatePerTenant.N <= 0) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[t.Tenant]--; l.running[t.Tenant] <= 0 {
+		delete(l.running, t.Tenant)
+	}
+	if len(l.starts[t.Tenant]) == 0 {
+		delete(l.starts, t.Tenant)
+	}
+}
+
+// HandedBack returns how many claims of a queue this worker handed back over its LimitConfig for
+// reason (HandBackTenant, HandBackRate): for tests and health checks.
+func (w *Worker) HandedBack(queue, reason string) float64 {
+	c, err := w.metrics.handedBack.GetMetricWithLabelValues(queue, reason)
+	if err != nil {
+		return 0
+	}
+	return readCounter(c)
+}
+
+// explain says, for `jobs show`, which of this process's limits handed a claim back.
+func (l *limiter) explain(reason string, t frontend.Task, workerID string) string {
+	switch reason {
+	case HandBackTenant:
+		return fmt.Sprintf("tenant %q is at worker %s's LimitConfig.PerTenant (%d at once)", t.Tenant, workerID, l.cfg.PerTenant)
+	case HandBackRate:
+		return fmt.Sprintf("tenant %q is at worker %s's LimitConfig.RatePerTenant (%d per %s)", t.Tenant, workerID,
+			l.cfg.RatePerTenant.N, l.cfg.RatePerTenant.Per)
+	}
+	return reason
+}
