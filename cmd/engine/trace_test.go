@@ -46,7 +46,7 @@ func TestEnqueueWithTraceparentAndBy(t *testing.T) {
 	t.Parallel()
 	o := setupOps(t)
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	r := o.run(t, "jobs", "enqueue", "j", "--key", "k", "--no-tenant", "--by", "ci:deploy-7", "--traceparent", tp, "--json")
+	r := o.run(t, "jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--by", "ci:deploy-7", "--traceparent", tp, "--json")
 	expect(t, r, 0, "")
 	var res jobs.EnqueueResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -56,5 +56,5 @@ func TestEnqueueWithTraceparentAndBy(t *testing.T) {
 	if err != nil || run.TraceParent != tp || run.EnqueuedBy != "ci:deploy-7" {
 		t.Fatalf("run %+v (%v): want the flag's trace and actor", run, err)
 	}
-	expect(t, o.run(t, "jobs", "enqueue", "j", "--key", "k2", "--no-tenant", "--by", "ci\x1b[2J"), 1, "X_ACTOR_INVALID: ")
+	expect(t, o.run(t, "jobs", "enqueue", "j", "--input", "null", "--key", "k2", "--no-tenant", "--by", "ci\x1b[2J"), 1, "X_ACTOR_INVALID: ")
 }
