@@ -52,15 +52,13 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams) ([]store.Run
 		if len(cands) > p.Limit {
 			cands = cands[:p.Limit]
 		}
-		for _, c := range cands {
-			r, err := scanRun(t.queryRow(sqlClaimRun, nameArgs("worker", p.WorkerID,
-				"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "id", c.ID)...))
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
+		ids := make([]string, len(cands))
+		for i, c := range cands {
+			ids[i] = c.ID
 		}
-		return nil
+		var err error
+		out, err = t.claimRuns(p, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err

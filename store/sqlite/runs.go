@@ -262,15 +262,13 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 		if len(cands) > p.Limit {
 			cands = cands[:p.Limit]
 		}
-		for _, c := range cands {
-			r, err := scanRun(t.queryRow(sqlClaimRun, nameArgs("worker", p.WorkerID,
-				"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "id", c.id)...))
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
+		ids := make([]string, len(cands))
+		for i, c := range cands {
+			ids[i] = c.id
 		}
-		return nil
+		var err error
+		out, err = t.claimRuns(p, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -573,6 +571,21 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStats, error) {
 		if store.State(g.state) == store.StateReady {
 			qs.OldestReady = decTime(g.minReady)
 		}
+	}
+	return out, nil
+}
+
+// claimRuns claims the chosen candidates, in order, for p's worker: one statement each, inside
+// the claim's write transaction (both claim orders end here).
+func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) {
+	out := make([]store.Run, 0, len(ids))
+	for _, id := range ids {
+		r, err := scanRun(t.queryRow(sqlClaimRun, nameArgs("worker", p.WorkerID,
+			"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "id", id)...))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
