@@ -274,3 +274,78 @@ func awaitKind(t *testing.T, env *testenv.Env, runID string, kind history.Kind) 
 	}
 	t.Fatalf("run %s: no %s in %v", runID, kind, testenv.Kinds(env.History(runID)))
 }
+
+// dropsChildTells loses the engine's child-outcome publishes while drop is set: the engine
+// stopping between a child's final commit and telling its parent.
+type dropsChildTells struct {
+	store.Store
+	drop atomic.Bool
+}
+
+func (s *dropsChildTells) RunPublish(ctx context.Context, p store.PublishParams) (store.PublishResult, error) {
+	if s.drop.Load() && p.Name == jobs.ChildEvent {
+		return store.PublishResult{}, jobs.Errorf(jobs.CodeStoreUnavailable, "the engine stopped before telling the parent")
+	}
+	return s.Store.RunPublish(ctx, p)
+}
+
+// A parent whose child finished while the tell was lost is told by the engine's sweep (run at
+// start and on a period): it wakes with the child's result, once.
+func TestAParentTheEngineFailedToTellIsToldBySweep(t *testing.T) {
+	t.Parallel()
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			st := &dropsChildTells{Store: b.Open(t)}
+			st.drop.Store(true)
+			env := testenv.Start(t, testenv.Options{Store: st})
+			// The child finishes only when told to, after its parent waits for it.
+			quick := jobs.MustDefine("quick", func(in order) string { return "quick:" + in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) {
+					if _, ok, err := jobs.WaitForEvent[order](c, "go", "quick.go", jobs.Match{"id": in.ID}, time.Hour); err != nil || !ok {
+						return "", jobs.Errorf("X_NOT_GO", "no go (%v)", err)
+					}
+					return "quick-" + in.ID, nil
+				})
+			parent := jobs.MustDefine("parent", func(in order) string { return "parent:" + in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) { return quick.Call(c, "quick", in) })
+			env.Worker(worker.Config{}, quick, parent)
+			res, err := parent.Enqueue(t.Context(), env.Engine, order{ID: "o9"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kids []store.Run
+			for i := 0; i < 400 && len(kids) == 0; i++ {
+				kids, _ = env.Engine.ListRuns(t.Context(), store.ListParams{Job: "quick"})
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(kids) != 1 {
+				t.Fatalf("%d children", len(kids))
+			}
+			env.Await(kids[0].ID, store.StateSuspended)
+			env.Await(res.RunID, store.StateSuspended)
+			if _, err := env.Engine.Publish(t.Context(), "quick.go", order{ID: "o9"}); err != nil {
+				t.Fatal(err)
+			}
+			env.Await(kids[0].ID, store.StateCompleted)
+			time.Sleep(50 * time.Millisecond)
+			if r, _ := env.Engine.GetRun(t.Context(), res.RunID); r.State != store.StateSuspended {
+				t.Fatalf("the parent is %s before anyone told it", r.State)
+			}
+			st.drop.Store(false)
+			for i := 0; i < 2; i++ { // a second sweep finds nothing new to say
+				if _, err := env.Engine.TellWaitingParents(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := env.Await(res.RunID, store.StateCompleted)
+			var out string
+			if err := jobs.Decode(done.Result, &out); err != nil || out != "quick-o9" {
+				t.Fatalf("parent result %q (%v)", out, err)
+			}
+			if n, err := env.Engine.TellWaitingParents(t.Context()); err != nil || n != 0 {
+				t.Errorf("after the parent finished the sweep told %d (%v), want 0", n, err)
+			}
+		})
+	}
+}

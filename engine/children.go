@@ -117,13 +117,20 @@ func (e *Engine) childFinished(ctx context.Context, r store.Run) {
 		}
 		return
 	}
-	payload, err := encodeOutcome(r)
-	if err == nil {
-		_, err = e.signals.PublishSystem(ctx, childEventID(r.ID, fmt.Sprint(r.LastSeq)), jobs.ChildEvent, payload)
-	}
-	if err != nil {
+	if err := e.tell(ctx, r); err != nil {
 		e.log.Warn("jobs.child.notify-failed", "run", r.ID, "err", err)
 	}
+}
+
+// tell publishes a finished child's outcome for its parent, under an id naming the child and its
+// history's seq: telling twice is one event, and a child retried and finished again tells again.
+func (e *Engine) tell(ctx context.Context, child store.Run) error {
+	payload, err := encodeOutcome(child)
+	if err != nil {
+		return err
+	}
+	_, err = e.signals.PublishSystem(ctx, childEventID(child.ID, fmt.Sprint(child.LastSeq)), jobs.ChildEvent, payload)
+	return err
 }
 
 // cancelled follows a cancel: the cancelled run's parent hears of it, and its children that are
@@ -204,4 +211,56 @@ func (e *Engine) family(ctx context.Context, runID string) (Family, error) {
 		f.Children = append(f.Children, v)
 	}
 	return f, nil
+}
+
+// childSweepEvery is how often the engine looks for parents it may not have told. Telling
+// happens after the child's final commit, so an engine that stops in between leaves a parent
+// waiting; the sweep (at start, then on this period) tells it. A parent is told at most once per
+// child outcome: the event's id names the child and its history's seq.
+const childSweepEvery = 30 * time.Second
+
+// childSweepBatch bounds one sweep's reads and publishes.
+const childSweepBatch = 500
+
+// TellWaitingParents publishes the outcome of every finished child whose parent still waits on
+// a child, and returns how many it told. Telling a parent that already heard is the same event
+// again (a no-op), and an outcome for a child the parent does not wait for only lands in the
+// event log, where the parent's later wait for that child finds it.
+func (e *Engine) TellWaitingParents(ctx context.Context) (int, error) {
+	links, err := e.store.FinishedChildrenOfWaiting(ctx, jobs.ChildEvent, childSweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	told := 0
+	for _, l := range links {
+		child, err := e.store.RunGet(ctx, l.ChildID)
+		if err != nil {
+			if jobs.HasCode(err, jobs.CodeRunNotFound) {
+				continue // deleted by retention since the read
+			}
+			return told, err
+		}
+		if err := e.tell(ctx, child); err != nil {
+			return told, err
+		}
+		told++
+	}
+	return told, nil
+}
+
+// childSweepLoop runs TellWaitingParents at start (the moment after a crash is when a parent
+// may be waiting untold) and then every childSweepEvery on the engine's clock.
+func (e *Engine) childSweepLoop(ctx context.Context) {
+	for {
+		if _, err := e.TellWaitingParents(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("jobs.child.sweep-failed", "err", err)
+		}
+		t := e.clock.NewTimer(childSweepEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
 }

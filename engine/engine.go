@@ -208,6 +208,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.retentionLoop(runCtx)
 	}()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.childSweepLoop(runCtx)
+	}()
 	if n, ok := e.store.(store.Notifier); ok {
 		sigs, err := n.Subscribe(runCtx)
 		if err != nil {

@@ -27,4 +27,9 @@ type Children interface {
 	ChildrenOf(ctx context.Context, parentID string) ([]ChildLink, error)
 	// ParentOf returns the link of a child run to its parent; ok is false for a run that has none.
 	ParentOf(ctx context.Context, childID string) (link ChildLink, ok bool, err error)
+	// FinishedChildrenOfWaiting returns, at most limit, the links of finished children (completed,
+	// failed or cancelled) whose parent holds an open wait for event: the candidates of a parent
+	// the engine may not have told (it tells after the child's final commit, and may stop in
+	// between). Ordered by parent, then child.
+	FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]ChildLink, error)
 }

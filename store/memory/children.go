@@ -58,3 +58,34 @@ func (s *Store) ParentOf(ctx context.Context, childID string) (store.ChildLink, 
 	l, ok := s.children[childID]
 	return l, ok, nil
 }
+
+// FinishedChildrenOfWaiting implements store.Children.
+func (s *Store) FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]store.ChildLink, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []store.ChildLink
+	for _, l := range s.children {
+		child, parent := s.runs[l.ChildID], s.runs[l.ParentID]
+		if child == nil || parent == nil || !child.run.State.Finished() {
+			continue
+		}
+		for _, w := range parent.waits {
+			if w.event == event {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ParentID != out[j].ParentID {
+			return out[i].ParentID < out[j].ParentID
+		}
+		return out[i].ChildID < out[j].ChildID
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

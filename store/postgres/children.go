@@ -35,21 +35,26 @@ func (s *Store) ChildLinkAdd(ctx context.Context, l store.ChildLink) (store.Chil
 
 // ChildrenOf implements store.Children.
 func (s *Store) ChildrenOf(ctx context.Context, parentID string) ([]store.ChildLink, error) {
-	rows, err := s.pool.Query(ctx, s.render(sqlChildrenOf), parentID)
+	return s.childLinks(ctx, "children", sqlChildrenOf, parentID)
+}
+
+// childLinks reads the links a query selects (its columns are scanChild's).
+func (s *Store) childLinks(ctx context.Context, what, query string, args ...any) ([]store.ChildLink, error) {
+	rows, err := s.pool.Query(ctx, s.render(query), args...)
 	if err != nil {
-		return nil, unavailable("children", err)
+		return nil, unavailable(what, err)
 	}
 	defer rows.Close()
 	var out []store.ChildLink
 	for rows.Next() {
 		l, err := scanChild(rows)
 		if err != nil {
-			return nil, unavailable("children", err)
+			return nil, unavailable(what, err)
 		}
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("children", err)
+		return nil, unavailable(what, err)
 	}
 	return out, nil
 }
@@ -64,4 +69,9 @@ func (s *Store) ParentOf(ctx context.Context, childID string) (store.ChildLink, 
 		return store.ChildLink{}, false, unavailable("parent", err)
 	}
 	return l, true, nil
+}
+
+// FinishedChildrenOfWaiting implements store.Children.
+func (s *Store) FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]store.ChildLink, error) {
+	return s.childLinks(ctx, "children to tell", sqlChildrenToTell, event, limit)
 }
