@@ -393,7 +393,7 @@ func (s *Store) RunCancel(ctx context.Context, id string, event history.Event, n
 		case !ok:
 			return errNotFound(id)
 		case r.State.Finished():
-			return jobs.Errorf(jobs.CodeJobNotCancellable, "run %q is already %s", id, r.State)
+			return jobs.Errorf(jobs.CodeJobNotCancellable, "run %s is already %s", id, r.State)
 		}
 		if _, err := t.appendEvents(&r, event); err != nil {
 			return err
