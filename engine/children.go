@@ -140,6 +140,7 @@ func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err
 	switch {
 	case err == nil:
 		e.childFinished(ctx, run)
+		e.logFinished(run)
 	case jobs.HasCode(err, jobs.CodeJobNotCancellable):
 		r, gerr := e.store.RunGet(ctx, runID)
 		if gerr != nil || r.State != store.StateCancelled {

@@ -63,6 +63,10 @@ type Config struct {
 	// not declared on), for deployments that enqueue before their workers start. Such a run
 	// shows why it waits (RunView.Waiting). Defaults to false: refused with X_JOB_UNDECLARED.
 	AllowUndeclared bool
+	// LogRuns logs one info line as each run finishes here ("jobs.run.finished": job, queue,
+	// state, attempt, time since enqueue); the worker logs its own per claim. Off by default for
+	// embedders; `engine serve --log-runs` (on by default) turns it on.
+	LogRuns bool
 	// ManifestResend is how often workers are asked to resend their manifest; a worker not heard
 	// from for three times this long no longer counts as hosting what it declared. Defaults to
 	// 1m.

@@ -109,6 +109,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	e.settle(req.RunID, out.res.Appended)
 	if out.res.Run.State.Finished() {
 		e.childFinished(ctx, out.res.Run)
+		e.logFinished(out.res.Run)
 	}
 	if n := len(req.Commands); n > 0 && req.Commands[n-1].Kind == frontend.CmdRelease {
 		e.releasedByWorker(req.RunID, out.res.Run.Queue, req.Commands[n-1])
@@ -323,4 +324,20 @@ func (e *Engine) landed(ctx context.Context, r *commitReq) ([]history.Event, err
 		}
 	}
 	return events, nil
+}
+
+// logFinished is the engine's one readable line per finished run (Config.LogRuns).
+func (e *Engine) logFinished(r store.Run) {
+	if !e.cfg.LogRuns {
+		return
+	}
+	args := []any{"run", r.ID, "job", r.Job, "queue", r.Queue, "state", string(r.State), "attempt", r.Attempt,
+		"took", r.FinishedAt.Sub(r.CreatedAt).Round(time.Millisecond)}
+	if r.ErrorCode != "" {
+		args = append(args, "code", r.ErrorCode)
+	}
+	if r.StopReason != "" {
+		args = append(args, "stop", r.StopReason)
+	}
+	e.log.Info("jobs.run.finished", args...)
 }

@@ -125,6 +125,7 @@ type serveOptions struct {
 	credentials                             []string
 	allowUnauthenticated                    bool
 	noScheduler                             bool
+	logRuns                                 bool
 	retention                               retentionFlags // serve's retention flags (retention.go)
 }
 
@@ -152,6 +153,8 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
 	f.BoolVar(&o.noScheduler, "no-scheduler", cli.Env("JOBS_NO_SCHEDULER", "") != "",
 		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER]")
+	f.BoolVar(&o.logRuns, "log-runs", cli.Env("JOBS_LOG_RUNS", "1") != "0",
+		"log one info line per finished run (jobs.run.finished: job, state, attempt, duration); --log-runs=false for none [$JOBS_LOG_RUNS=0]")
 	o.retention.flags(cmd)
 }
 
@@ -209,7 +212,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 			lc.Append(fx.StopHook(st.Close))
 			return st, nil
 		}),
-		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared,
+		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared, LogRuns: o.logRuns,
 			Retention: retention}),
 		engine.Module,
 		fx.Supply(api.Config{Addr: o.addr, Token: o.token, Credentials: creds, AllowUnauthenticated: o.allowUnauthenticated,

@@ -40,6 +40,8 @@ type Options struct {
 	Backfills engine.BackfillDeclarations
 	// Retention is the engine's retention; the zero value is the engine's default.
 	Retention engine.RetentionConfig
+	// LogRuns turns on the engine's line per finished run (engine.Config.LogRuns).
+	LogRuns bool
 }
 
 // Env is an engine over a store, plus the workers a test starts.
@@ -62,7 +64,7 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	eng, err := engine.New(engine.Config{Store: o.Store, Clock: o.Clock, Lease: o.Lease, Lookback: o.Lookback,
 		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, Logger: o.Logger,
-		AllowUndeclared: !o.RequireDeclared, Backfills: o.Backfills, Retention: o.Retention})
+		AllowUndeclared: !o.RequireDeclared, Backfills: o.Backfills, Retention: o.Retention, LogRuns: o.LogRuns})
 	if err != nil {
 		t.Fatal(err)
 	}
