@@ -58,7 +58,7 @@ type StepView struct {
 	Seq    int64      `json:"seq"`
 	Kind   string     `json:"kind"` // step | sleep | wait
 	Name   string     `json:"name"`
-	Status string     `json:"status"` // completed | sleeping | woke | waiting | received | timed-out | discarded
+	Status string     `json:"status"` // completed | sleeping | woke | waiting | received | timed-out | cancelled | discarded
 	At     time.Time  `json:"at"`
 	Ended  *time.Time `json:"endedAt,omitempty"`
 	WakeAt *time.Time `json:"wakeAt,omitempty"`
@@ -68,6 +68,8 @@ type StepView struct {
 	LateSeconds float64         `json:"lateSeconds,omitempty"`
 	Event       string          `json:"event,omitempty"`
 	Output      json.RawMessage `json:"output,omitempty"`
+	// Note says why a sleep or wait ended without finishing: the cancel's reason.
+	Note string `json:"note,omitempty"`
 }
 
 // AttemptView is one failed attempt.
@@ -185,6 +187,13 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 				a.RetryAt = &r
 			}
 			v.Attempts = append(v.Attempts, a)
+		case history.RunCancelled:
+			// A sleep or wait the cancel cut short is not still sleeping or waiting.
+			for i := range v.Steps {
+				if s := &v.Steps[i]; s.Ended == nil && (s.Status == "sleeping" || s.Status == "waiting") {
+					s.Status, s.Ended, s.Note = "cancelled", &at, "cancelled: "+x.Reason
+				}
+			}
 		case history.RunRetried:
 			v.Retries = append(v.Retries, RetryView{At: at, FromStep: x.FromStep, By: x.By, Reason: x.Reason})
 			if x.FromSeq > 0 {

@@ -202,6 +202,8 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		for _, s := range v.Steps {
 			detail := ""
 			switch {
+			case s.Note != "":
+				detail = s.Note
 			case s.Kind == "sleep" && s.WakeAt != nil && s.Ended == nil:
 				detail = "wakes " + when(now, *s.WakeAt)
 			case s.Kind == "sleep" && s.Ended != nil:
