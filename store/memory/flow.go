@@ -18,37 +18,19 @@ func laneLess(a, b *runRec) bool {
 	return a.run.ID < b.run.ID
 }
 
-type laneHeap []*runRec
-
-func (h laneHeap) Len() int           { return len(h) }
-func (h laneHeap) Less(i, j int) bool { return laneLess(h[i], h[j]) }
-func (h laneHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].laneIdx, h[j].laneIdx = i, j
-}
-func (h *laneHeap) Push(x any) {
-	r := x.(*runRec)
-	r.laneIdx = len(*h)
-	*h = append(*h, r)
-}
-func (h *laneHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.laneIdx = -1
-	return r
+func newLaneHeap() *runHeap {
+	return &runHeap{less: laneLess, at: func(r *runRec) *int { return &r.laneIdx }}
 }
 
 func (s *Store) indexLane(r *runRec) {
 	q := s.lanes[r.run.Queue]
 	if q == nil {
-		q = map[string]*laneHeap{}
+		q = map[string]*runHeap{}
 		s.lanes[r.run.Queue] = q
 	}
 	h := q[r.run.Tenant]
 	if h == nil {
-		h = &laneHeap{}
+		h = newLaneHeap()
 		q[r.run.Tenant] = h
 	}
 	heap.Push(h, r)

@@ -34,9 +34,9 @@ type Store struct {
 	live map[jobKey]*runRec
 	// ready holds, per queue, the ready runs ordered by (ReadyAt, ID): a claim pops from the
 	// front instead of scanning every run.
-	ready map[string]*readyHeap
+	ready map[string]*runHeap
 	// lanes holds, per queue and tenant, the ready runs in claim order (flow.go).
-	lanes map[string]map[string]*laneHeap
+	lanes map[string]map[string]*runHeap
 	// running holds the running runs, the only ones a lease can lapse on.
 	running map[string]*runRec
 	// counts is every queue's depth by state, kept as runs change state.
@@ -129,8 +129,8 @@ func New() *Store {
 	return &Store{
 		runs:         map[string]*runRec{},
 		live:         map[jobKey]*runRec{},
-		ready:        map[string]*readyHeap{},
-		lanes:        map[string]map[string]*laneHeap{},
+		ready:        map[string]*runHeap{},
+		lanes:        map[string]map[string]*runHeap{},
 		running:      map[string]*runRec{},
 		counts:       map[string]map[store.State]int{},
 		waits:        map[pairKey]map[*waitRec]struct{}{},
@@ -179,7 +179,7 @@ func (s *Store) index(r *runRec) {
 	case store.StateReady:
 		h := s.ready[r.run.Queue]
 		if h == nil {
-			h = &readyHeap{}
+			h = newReadyHeap()
 			s.ready[r.run.Queue] = h
 		}
 		heap.Push(h, r)
@@ -400,7 +400,7 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 		return s.claimFair(p), nil
 	}
 
-	var heaps []*readyHeap
+	var heaps []*runHeap
 	seen := map[string]bool{}
 	for _, q := range p.Queues {
 		if h := s.ready[q]; h != nil && !seen[q] {
@@ -414,9 +414,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	// setState moves the chosen ones out, so the heaps never disagree with the rows.
 	var chosen, popped []*runRec
 	for len(chosen) < p.Limit {
-		var best *readyHeap
+		var best *runHeap
 		for _, h := range heaps {
-			if h.Len() > 0 && (best == nil || readyLess((*h)[0], (*best)[0])) {
+			if h.Len() > 0 && (best == nil || readyLess(h.head(), best.head())) {
 				best = h
 			}
 		}
@@ -892,7 +892,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStats, error) {
 			qs.Counts[st] = n
 		}
 		if h := s.ready[q]; h != nil && h.Len() > 0 {
-			qs.OldestReady = (*h)[0].run.ReadyAt
+			qs.OldestReady = h.head().run.ReadyAt
 		}
 		out = append(out, qs)
 	}
@@ -973,27 +973,39 @@ func readyLess(a, b *runRec) bool {
 	return a.run.ID < b.run.ID
 }
 
-// readyHeap is one queue's ready runs, oldest ReadyAt first; each run knows its index so a run
-// leaving the ready state is removed in O(log n).
-type readyHeap []*runRec
+// runHeap is a heap of runs in an order of its own, each run keeping its index in it (at) so a
+// run leaving the set is removed in O(log n). A queue's ready runs (readyLess, readyIdx) and a
+// tenant's lane (laneLess, laneIdx; flow.go) are both one.
+type runHeap struct {
+	recs []*runRec
+	less func(a, b *runRec) bool
+	at   func(r *runRec) *int
+}
 
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return readyLess(h[i], h[j]) }
-func (h readyHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].readyIdx, h[j].readyIdx = i, j
+func newReadyHeap() *runHeap {
+	return &runHeap{less: readyLess, at: func(r *runRec) *int { return &r.readyIdx }}
 }
-func (h *readyHeap) Push(x any) {
+
+// head is the first run in the heap's order; the heap must not be empty.
+func (h *runHeap) head() *runRec { return h.recs[0] }
+
+func (h *runHeap) Len() int           { return len(h.recs) }
+func (h *runHeap) Less(i, j int) bool { return h.less(h.recs[i], h.recs[j]) }
+func (h *runHeap) Swap(i, j int) {
+	h.recs[i], h.recs[j] = h.recs[j], h.recs[i]
+	*h.at(h.recs[i]), *h.at(h.recs[j]) = i, j
+}
+func (h *runHeap) Push(x any) {
 	r := x.(*runRec)
-	r.readyIdx = len(*h)
-	*h = append(*h, r)
+	*h.at(r) = len(h.recs)
+	h.recs = append(h.recs, r)
 }
-func (h *readyHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.readyIdx = -1
+func (h *runHeap) Pop() any {
+	n := len(h.recs) - 1
+	r := h.recs[n]
+	h.recs[n] = nil
+	h.recs = h.recs[:n]
+	*h.at(r) = -1
 	return r
 }
 
