@@ -35,13 +35,13 @@ func TestRatePausesAreNotRepaidOnResume(t *testing.T) {
 		tb.failPage[3] = 1
 		b := backfill.MustDefine("paced", backfill.AllTenants(), tb.source(), tb.handle,
 			backfill.BatchSize(1), backfill.Rate(1), fastRetry) // one page a second of the fake clock
-		startWorker(env, "", b)
 		res := enqueue(t, env, b, backfill.Input{})
-
 		// The first attempt: each page after the first waits for a second of the fake clock.
+		// The worker starts after the enqueue, so no page can have run before the claim.
 		if tb.pageCalls(0) != 0 {
 			t.Fatal("a page ran before the run was claimed")
 		}
+		startWorker(env, "", b)
 		eventually(t, "page 0", func() bool { return tb.pageCalls(0) == 1 }, nil)
 		time.Sleep(50 * time.Millisecond)
 		if tb.pageCalls(1) != 0 {
