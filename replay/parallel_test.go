@@ -56,12 +56,16 @@ func TestParallelStepsShareRecordsInFlight(t *testing.T) {
 	g := &gateRecorder{seq: 1, first: make(chan struct{}), entered: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(3)
+	// No step returns before all three are started: starting a parallel step waits for a record
+	// in flight (the record holds the run's call state), and the first record is held below.
+	allStarted := make(chan struct{})
 	def := jobs.MustDefine("fan", func(in string) string { return in }, jobs.NoTenant[string](),
 		func(c *jobs.Ctx, in string) (int, error) {
 			step := func(n int) func(context.Context) (int, error) {
-				return func(context.Context) (int, error) { wg.Done(); return n, nil }
+				return func(context.Context) (int, error) { <-allStarted; wg.Done(); return n, nil }
 			}
 			a, b, d := jobs.Go(c, "a", step(1)), jobs.Go(c, "b", step(2)), jobs.Go(c, "c", step(3))
+			close(allStarted)
 			if err := jobs.AwaitAll(c, a, b, d); err != nil {
 				return 0, err
 			}
