@@ -80,16 +80,34 @@ func TestModulesWireOneApp(t *testing.T) {
 		return err == nil && v.State == store.StateCompleted
 	})
 
-	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer t")
-	res2, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// The run reads completed as soon as its final record commits; the engine's and the worker's
+	// counters move just after (the worker's once the completion's answer reaches it), so the
+	// scrape waits for them rather than racing them.
+	wants := []string{`jobs_total{outcome="completed",queue="default",source="engine"} 1`, `jobs_total{outcome="completed",queue="default",source="worker"} 1`, `queue_depth{queue="default"} 0`}
+	var body string
+	scrape := func() bool {
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer t")
+		res2, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(res2.Body)
+		res2.Body.Close()
+		body = string(b)
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				return false
+			}
+		}
+		return true
 	}
-	body, _ := io.ReadAll(res2.Body)
-	res2.Body.Close()
-	for _, want := range []string{`jobs_total{outcome="completed",queue="default",source="engine"} 1`, `jobs_total{outcome="completed",queue="default",source="worker"} 1`, `queue_depth{queue="default"} 0`} {
-		if !strings.Contains(string(body), want) {
+	deadline := time.Now().Add(5 * time.Second)
+	for !scrape() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range wants {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
