@@ -24,8 +24,8 @@ import (
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
-	"github.com/ultimat3/jobs/internal/verdict"
 	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/internal/verdict"
 	"github.com/ultimat3/jobs/replay"
 )
 

@@ -59,7 +59,10 @@ func TestRetriedRunCountsItsAttemptsOn(t *testing.T) {
 		enqueue  func() (string, error)
 		wantLast string
 	}{
-		{terminal, func() (string, error) { r, err := terminal.Enqueue(t.Context(), o.env.Engine, "x"); return r.RunID, err },
+		{terminal, func() (string, error) {
+			r, err := terminal.Enqueue(t.Context(), o.env.Engine, "x")
+			return r.RunID, err
+		},
 			"(stopped at attempt 2 of 3: X_BAD_REQUEST is terminal)"},
 		{plain, func() (string, error) { r, err := plain.Enqueue(t.Context(), o.env.Engine, "x"); return r.RunID, err },
 			"(attempt 2, granted by a retry past the policy's 1: attempts exhausted)"},
