@@ -50,8 +50,10 @@ type Report struct {
 	Reclaims                              []time.Duration
 	// Heartbeats and SessionRequests are the workers' liveness requests that reached the engine,
 	// over WorkerTime, the sum of the worker processes' lifetimes (traffic.go).
-	Heartbeats, SessionRequests int
-	WorkerTime                  time.Duration
+	// SessionsCut are the sessions an engine kill ended: the reconnects after them are the
+	// disruption's cost, not the session's steady-state traffic.
+	Heartbeats, SessionRequests, SessionsCut int
+	WorkerTime                               time.Duration
 }
 
 // Run runs the harness in a fresh temp directory under dir.
@@ -301,7 +303,7 @@ func Run(ctx context.Context, dir string, cfg Config) (Report, error) {
 	for _, b := range born {
 		rep.WorkerTime += time.Since(b) // the workers still alive
 	}
-	if rep.Heartbeats, rep.SessionRequests, err = readTally(trafficPath); err != nil {
+	if rep.Heartbeats, rep.SessionRequests, rep.SessionsCut, err = readTally(trafficPath); err != nil {
 		return rep, err
 	}
 	// A kill can cut short at most one step per run in flight on the killed worker.
@@ -375,9 +377,9 @@ const (
 // session request per worker whatever its lifetime, so a short run (the one in `make test`)
 // shows mostly those: under judgeTrafficAfter of worker time it is printed, not judged.
 func (r Report) trafficRow() row {
-	ratio := trafficRatio(r.WorkerTime, r.SessionRequests)
-	v := fmt.Sprintf("%.2f×: %d session requests in %s of worker time (%d heartbeats sent)", ratio,
-		r.SessionRequests, r.WorkerTime.Round(time.Second), r.Heartbeats)
+	ratio := trafficRatio(r.WorkerTime, max(r.SessionRequests-r.SessionsCut, 0))
+	v := fmt.Sprintf("%.2f×: %d session requests in %s of worker time, %d of them reconnects after an engine kill (%.2f× with them; %d heartbeats sent)",
+		ratio, r.SessionRequests, r.WorkerTime.Round(time.Second), r.SessionsCut, trafficRatio(r.WorkerTime, r.SessionRequests), r.Heartbeats)
 	if r.WorkerTime < judgeTrafficAfter {
 		return row{"liveness traffic over a renewal per worker per 10s (target ≤ 2×)", v + "; too short to judge", true}
 	}

@@ -32,6 +32,8 @@ const (
 	// refused: subtracted, the request never reached the engine.
 	tallyHeartbeatRefused = 'H'
 	tallySessionRefused   = 'S'
+	// cut: a session the engine's death or drain ended; the worker's next attend is a reconnect.
+	tallySessionCut = 'r'
 )
 
 // tallying counts the liveness requests that pass through it.
@@ -52,8 +54,13 @@ func (t tallying) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	_, _ = t.f.Write([]byte{sent})
 	res, err := t.next.RoundTrip(r)
-	if err != nil && isRefused(err) {
+	switch {
+	case err != nil && isRefused(err):
 		_, _ = t.f.Write([]byte{refused})
+	case sent == tallySession && (err != nil || res.StatusCode != http.StatusOK) && r.Context().Err() == nil:
+		// The engine went away under an attended session (killed, or draining): the worker
+		// attends again because of the disruption, not because its session needs it.
+		_, _ = t.f.Write([]byte{tallySessionCut})
 	}
 	return res, err
 }
@@ -77,15 +84,16 @@ func TallyingClient(path string) (*http.Client, func() error, error) {
 	return &http.Client{Transport: tallying{next: t, f: f}}, f.Close, nil
 }
 
-// readTally counts the heartbeats and session requests tallied in the file at path.
-func readTally(path string) (heartbeats, sessions int, err error) {
+// readTally counts the heartbeats and session requests tallied in the file at path, and the
+// sessions an engine restart cut (each followed by a reconnect).
+func readTally(path string) (heartbeats, sessions, cut int, err error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
 	heartbeats = bytes.Count(b, []byte{tallyHeartbeat}) - bytes.Count(b, []byte{tallyHeartbeatRefused})
 	sessions = bytes.Count(b, []byte{tallySession}) - bytes.Count(b, []byte{tallySessionRefused})
-	return heartbeats, sessions, err
+	return heartbeats, sessions, bytes.Count(b, []byte{tallySessionCut}), err
 }
 
 // trafficRatio is the liveness traffic over the yardstick: a renewal per heartbeat interval for

@@ -35,8 +35,8 @@ func TestTallyCountsLivenessRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hb, ss, err := readTally(path)
-	if err != nil || hb != 3 || ss != 1 {
+	hb, ss, cut, err := readTally(path)
+	if err != nil || hb != 3 || ss != 1 || cut != 0 {
 		t.Fatalf("tally: %d heartbeats, %d session requests (%v); want 3 and 1", hb, ss, err)
 	}
 	// A minute of one worker is six renewals; a session request every 30s adds two: 8/6.
@@ -65,7 +65,7 @@ func TestReportJudgesReclaimAndTraffic(t *testing.T) {
 	if err := short.Check(); err != nil || !strings.Contains(short.Table(), "too short to judge") {
 		t.Errorf("a minute of worker time is judged: %v\n%s", err, short.Table())
 	}
-	if tab := ok.Table(); !strings.Contains(tab, "target p99 ≤ 5s") || !strings.Contains(tab, "1.04×: 5 session requests in 20m0s of worker time (10 heartbeats sent)") {
+	if tab := ok.Table(); !strings.Contains(tab, "target p99 ≤ 5s") || !strings.Contains(tab, "1.04×: 5 session requests in 20m0s of worker time, 0 of them reconnects after an engine kill (1.04× with them; 10 heartbeats sent)") {
 		t.Errorf("table does not show the targets and the traffic:\n%s", tab)
 	}
 }
@@ -88,7 +88,37 @@ func TestTallySubtractsRefusedRequests(t *testing.T) {
 			t.Fatalf("%s reached a closed server", p)
 		}
 	}
-	if hb, ss, err := readTally(path); err != nil || hb != 0 || ss != 0 {
+	if hb, ss, _, err := readTally(path); err != nil || hb != 0 || ss != 0 {
 		t.Fatalf("tally after refused requests: %d heartbeats, %d session requests (%v); want none", hb, ss, err)
+	}
+}
+
+// A session the engine cuts (it was killed mid-attend) is tallied as cut: the reconnect after it
+// is the disruption's cost.
+func TestTallyCountsCutSessions(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hj, ok := w.(http.Hijacker); ok {
+			c, _, _ := hj.Hijack()
+			c.Close() // the engine dies under the attend
+		}
+	}))
+	defer ts.Close()
+	path := filepath.Join(t.TempDir(), "traffic")
+	hc, closeTally, err := TallyingClient(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeTally()
+	if res, err := hc.Post(ts.URL+"/v1/worker/session", "application/msgpack", strings.NewReader("")); err == nil {
+		res.Body.Close()
+		t.Fatal("the cut session answered")
+	}
+	if _, ss, cut, err := readTally(path); err != nil || ss != 1 || cut != 1 {
+		t.Fatalf("tally: %d session requests, %d cut (%v); want 1 and 1", ss, cut, err)
+	}
+	r := Report{Config: Config{Steps: 1}, SessionRequests: 150, SessionsCut: 100, WorkerTime: 20 * time.Minute}
+	if err := r.Check(); err != nil {
+		t.Errorf("reconnects after engine kills judged as session traffic: %v", err)
 	}
 }
