@@ -65,6 +65,7 @@ const (
 	CodeScheduleConflict  Code = "X_SCHEDULE_CONFLICT"
 	CodeNoScheduler       Code = "X_NO_SCHEDULER"
 	CodeRunCancelled      Code = "X_RUN_CANCELLED"
+	CodeWorkerLive        Code = "X_WORKER_LIVE"
 	// Backfills (package backfill).
 	CodeBackfillStalled          Code = "X_BACKFILL_STALLED"
 	CodeBackfillEnvironment      Code = "X_BACKFILL_ENVIRONMENT"
@@ -114,6 +115,7 @@ var codeTable = []CodeInfo{
 	{CodeBadRequest, Terminal, "a request was malformed"},
 	{CodeUnauthorized, Terminal, "a request carried no valid bearer token"},
 	{CodeForbidden, Terminal, "the credential is valid but its role or tenant does not allow this request (a role that may only look), or a browser action came without its session's CSRF token"},
+	{CodeWorkerLive, Terminal, "a worker start or stop named a worker whose session is live on the engine: only the process attending it can end it (a start or stop from elsewhere would hand back claims it does not hold)"},
 	{CodeRateLimited, RetryAfter, "the callee asked to be called again later"},
 	{CodeOverloaded, RetryAfter, "the callee is overloaded and named when to come back"},
 	{CodeDraining, Retryable, "the process is shutting down"},

@@ -169,7 +169,17 @@ func TestWorkerStartUnderTheSameIDReleasesTheOldClaims(t *testing.T) {
 		if run, _ := env.Engine.GetRun(context.Background(), id); run.State != store.StateRunning || run.WorkerID != "host-a" {
 			t.Fatalf("another worker's start moved the run to %s for %q", run.State, run.WorkerID)
 		}
-		// The process restarts: same id, new process. (Here: the engine hears the start.)
+		// A start under the id of a worker that is alive (it attends its session) is not its
+		// restart: refused, nothing released (X_WORKER_LIVE, engine/sessions_live.go).
+		if err := env.Engine.WorkerStart(context.Background(), frontend.Session{WorkerID: "host-a"}); !jobs.HasCode(err, jobs.CodeWorkerLive) {
+			t.Fatalf("start under a live worker's id: %v, want X_WORKER_LIVE", err)
+		}
+		if run, _ := env.Engine.GetRun(context.Background(), id); run.State != store.StateRunning || run.WorkerID != "host-a" || run.Fence != 1 {
+			t.Fatalf("a refused start moved the run to %s for %q at fence %d", run.State, run.WorkerID, run.Fence)
+		}
+		// The process dies (its session drops) and restarts under the same id: the start
+		// releases what the dead one held at once, without waiting out the session grace.
+		env.Engine.SessionDropped("host-a")
 		if err := env.Engine.WorkerStart(context.Background(), frontend.Session{WorkerID: "host-a"}); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
 	jobs.CodeForbidden:              http.StatusForbidden,
 	jobs.CodeLeaseInvalid:           http.StatusForbidden,
+	jobs.CodeWorkerLive:             http.StatusConflict,
 	jobs.CodeRouteNotFound:          http.StatusNotFound,
 	jobs.CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
 	jobs.CodeJobUndeclared:          http.StatusNotFound,

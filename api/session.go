@@ -85,8 +85,10 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		s.eng.SessionAnswered(req.WorkerID) // live still: the worker attends again at once
 		return writeMsgpack(w, SessionResponse{})
 	case <-s.drainCtx.Done():
+		s.eng.SessionAnswered(req.WorkerID)
 		return jobs.Errorf(jobs.CodeDraining, "the engine is shutting down")
 	case <-r.Context().Done():
 		if s.drainCtx.Err() == nil {

@@ -2,12 +2,12 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/verdict"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/signals"
 )
@@ -174,7 +174,7 @@ func (e *Engine) exhaust(ctx context.Context, job string, cmds []frontend.Comman
 		}
 		if n := f.attempts(job); n > 0 && c.Attempt >= n {
 			c.Stop, c.RetryAt = stopExhausted, time.Time{}
-			c.Error = fmt.Sprintf("%s (attempt %d of %d: attempts exhausted)", c.Error, c.Attempt, n)
+			c.Error = verdict.Exhausted(c.Error, c.Attempt, n)
 			changed = true
 		}
 	}
@@ -184,6 +184,9 @@ func (e *Engine) exhaust(ctx context.Context, job string, cmds []frontend.Comman
 // lastError is a failed attempt's error with its code, as the run's last error.
 func lastError(c frontend.Command) string {
 	msg := "attempts exhausted; last error: "
+	if verdict.Exhausting(c.Error) {
+		msg = "last error: " // the error ends saying so already
+	}
 	if c.Code != "" && !strings.HasPrefix(c.Error, c.Code) {
 		msg += c.Code + ": "
 	}

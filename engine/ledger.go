@@ -25,6 +25,8 @@ type ledger struct {
 	seq     int64
 	names   map[string]int64 // durable-call name → the seq that recorded it
 	attempt int
+	// failed is the attempt the run failed on, until a retry reopens it; 0 when it is not failed.
+	failed  int
 	job     string // from RunStarted
 	started time.Time
 }
@@ -63,12 +65,22 @@ func (l *ledger) fold(events []history.Event) error {
 			if a := p.(history.AttemptFailed); a.Stop == "" {
 				l.attempt = a.Attempt + 1
 			}
+		case history.KindRunFailed:
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			l.failed = max(p.(history.RunFailed).Attempt, 1)
 		case history.KindRunRetried:
 			p, err := ev.Decode()
 			if err != nil {
 				return err
 			}
-			l.attempt = 1
+			// The count goes on past an operator's retry (store.RetriedAttempt): a failed run
+			// is on its next attempt, a blocked one on the attempt it was on.
+			if l.failed > 0 {
+				l.attempt, l.failed = l.failed+1, 0
+			}
 			// Retrying from a step discards the calls recorded from it on: their names may be
 			// recorded again.
 			if from := p.(history.RunRetried).FromSeq; from > 0 {

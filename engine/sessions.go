@@ -25,6 +25,7 @@ import (
 type sessions struct {
 	mu      sync.Mutex
 	pending map[string]chan struct{} // closed to cancel the pending release
+	lives   map[string]*liveness     // the sessions attended now or just answered (sessions_live.go)
 }
 
 // cancelAll drops every pending release: the engine is stopping, and its sessions dropping says
@@ -52,6 +53,9 @@ func (e *Engine) WorkerStart(ctx context.Context, s frontend.Session) error {
 	if err := checkWorker(s.WorkerID); err != nil {
 		return err
 	}
+	if err := e.checkNotLive(ctx, s.WorkerID, "start", false); err != nil {
+		return err
+	}
 	e.sessions.cancel(s.WorkerID)
 	return e.releaseWorker(ctx, s.WorkerID, "start")
 }
@@ -59,6 +63,9 @@ func (e *Engine) WorkerStart(ctx context.Context, s frontend.Session) error {
 // WorkerStop implements frontend.Sessions.
 func (e *Engine) WorkerStop(ctx context.Context, s frontend.Session) error {
 	if err := checkWorker(s.WorkerID); err != nil {
+		return err
+	}
+	if err := e.checkNotLive(ctx, s.WorkerID, "stop", true); err != nil {
 		return err
 	}
 	e.sessions.cancel(s.WorkerID)
@@ -79,16 +86,22 @@ func (e *Engine) Attend(ctx context.Context, s frontend.Session) error {
 	}
 	t := e.clock.NewTimer(wait)
 	defer t.Stop()
+	e.sessions.opened(s.WorkerID)
 	select {
 	case <-t.C():
+		e.sessions.ended(s.WorkerID, true, e.clock.Now())
 	case <-ctx.Done():
+		e.sessions.ended(s.WorkerID, false, e.clock.Now())
 	}
 	return nil
 }
 
 // SessionOpened records that a remote worker attends: a release pending after its previous
 // session dropped is cancelled.
-func (e *Engine) SessionOpened(workerID string) { e.sessions.cancel(workerID) }
+func (e *Engine) SessionOpened(workerID string) {
+	e.sessions.cancel(workerID)
+	e.sessions.opened(workerID)
+}
 
 // SessionDropped records that a remote worker's session connection dropped without a clean
 // stop: unless the worker attends, starts or stops again within SessionGrace, what it held is
@@ -97,6 +110,7 @@ func (e *Engine) SessionDropped(workerID string) {
 	if checkWorker(workerID) != nil {
 		return
 	}
+	e.sessions.ended(workerID, false, e.clock.Now())
 	e.mu.Lock()
 	if !e.started {
 		e.mu.Unlock()

@@ -44,6 +44,13 @@ func (w *Worker) begin() {
 // attend keeps the session open until ctx ends.
 func (w *Worker) attend(ctx context.Context) {
 	defer close(w.attended)
+	// After the start: the engine refuses a start under an id whose session is live, and this
+	// session would be.
+	select {
+	case <-w.begun:
+	case <-ctx.Done():
+		return
+	}
 	s := frontend.Session{WorkerID: w.cfg.ID, Wait: attendWait}
 	backoff := resendFirst
 	for ctx.Err() == nil {

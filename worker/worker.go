@@ -25,6 +25,7 @@ import (
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/uuid7"
+	"github.com/ultimat3/jobs/internal/verdict"
 	"github.com/ultimat3/jobs/replay"
 )
 
@@ -516,9 +517,9 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 		cmd.RetryAt = w.clock.Now().Add(d.RetryIn)
 	} else if d.Stop == "terminal" {
 		// Say why a run stopped at attempt 1 of 5.
-		cmd.Error = fmt.Sprintf("%s (stopped at attempt %d of %d: %s is terminal)", cause.Error(), t.Attempt, cfg.Retry.Attempts, orPlain(cmd.Code))
+		cmd.Error = verdict.Terminal(cause.Error(), t.Attempt, cfg.Retry.Attempts, cmd.Code)
 	} else {
-		cmd.Error = fmt.Sprintf("%s (attempt %d of %d: attempts exhausted)", cause.Error(), t.Attempt, cfg.Retry.Attempts)
+		cmd.Error = verdict.Exhausted(cause.Error(), t.Attempt, cfg.Retry.Attempts)
 	}
 	level := slog.LevelWarn
 	if d.Stop != "" {
@@ -532,13 +533,6 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 	} else {
 		w.metrics.done(t.Queue, "retried")
 	}
-}
-
-func orPlain(code string) string {
-	if code == "" {
-		return "a plain error"
-	}
-	return code
 }
 
 // finalize records the command that ends a claim.

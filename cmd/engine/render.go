@@ -174,8 +174,10 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 	}
 	if v.ErrorCode != "" || v.Error != "" {
 		e := v.Error
-		if v.StopReason != "" {
-			e += " [stop: " + v.StopReason + "]"
+		// The stop reason only where the message does not already give it (the worker's verdict
+		// says "… is terminal" or "attempts exhausted"): one message says it once.
+		if stop := v.StopReason; stop != "" && !strings.Contains(e, stop) && !strings.Contains(e, strings.ReplaceAll(stop, "-", " ")) {
+			e += " [stop: " + stop + "]"
 		}
 		row("Error", e)
 	}

@@ -678,7 +678,7 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 			"run %s: its idempotency key is held by live run %s", p.RunID, other.run.ID)
 	}
 	s.appendEvents(r, p.Event)
-	r.run.Attempt = 1
+	r.run.Attempt = store.RetriedAttempt(r.run)
 	r.run.ErrorCode, r.run.Error, r.run.StopReason = "", "", ""
 	r.run.WorkerID = ""
 	r.run.LeaseUntil = time.Time{}

@@ -357,13 +357,13 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 	var evs eventRows
 	evs.add(r, p.Event)
 	now := pgTime(p.Now)
-	r.State, r.Attempt, r.WorkerID, r.LeaseUntil = store.StateReady, 1, "", time.Time{}
+	r.State, r.Attempt, r.WorkerID, r.LeaseUntil = store.StateReady, store.RetriedAttempt(*r), "", time.Time{}
 	r.ErrorCode, r.Error, r.StopReason = "", "", ""
 	r.ReadyAt, r.UpdatedAt, r.FinishedAt = now, now, time.Time{}
 
 	b := t.batch()
 	evs.queue(s, b)
-	b.Queue(s.q(stmtRunRetry), p.RunID, now, r.LastSeq)
+	b.Queue(s.q(stmtRunRetry), p.RunID, now, r.LastSeq, r.Attempt)
 	s.notifyReady(b, []string{r.Queue})
 	if err := t.commit(ctx, b); err != nil {
 		if isUniqueViolation(err, "runs_live_key") {

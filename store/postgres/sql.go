@@ -287,7 +287,7 @@ UPDATE {S}.runs SET state = 'cancelled', worker_id = '', lease_until = NULL, las
 WHERE id = $1`,
 
 	stmtRunRetry: `
-UPDATE {S}.runs SET state = 'ready', attempt = 1, worker_id = '', lease_until = NULL, ready_at = $2,
+UPDATE {S}.runs SET state = 'ready', attempt = $4, worker_id = '', lease_until = NULL, ready_at = $2,
 	last_seq = $3, error_code = '', error = '', stop_reason = '', updated_at = $2, finished_at = NULL
 WHERE id = $1`,
 

@@ -446,8 +446,8 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 		if err := t.clearWaiting(r.ID); err != nil {
 			return err
 		}
+		r.Attempt = store.RetriedAttempt(r)
 		r.State = store.StateReady
-		r.Attempt = 1
 		r.ErrorCode, r.Error, r.StopReason = "", "", ""
 		r.WorkerID = ""
 		r.LeaseUntil = time.Time{}

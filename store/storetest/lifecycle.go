@@ -203,10 +203,13 @@ var retryTests = []test{
 				t.Errorf("retry %s: %v", r.ID, err)
 				continue
 			}
+			// The count goes on (store.RetriedAttempt): the failed run's next pass is attempt 4;
+			// the blocked one did not fail its attempt, so it carries on.
+			wantAttempt := map[string]int{failed.ID: 4, blocked.ID: blocked.Attempt}[r.ID]
 			for what, x := range map[string]store.Run{"result": got, "RunGet": get(t, s, r.ID)} {
-				if x.State != store.StateReady || x.Attempt != 1 || x.ErrorCode != "" || x.Error != "" ||
+				if x.State != store.StateReady || x.Attempt != wantAttempt || x.ErrorCode != "" || x.Error != "" ||
 					x.StopReason != "" || x.WorkerID != "" || !x.FinishedAt.IsZero() {
-					t.Errorf("retried %s, %s: %+v; want ready, attempt 1, no error, no worker, not finished", r.ID, what, x)
+					t.Errorf("retried %s, %s: %+v; want ready, attempt %d, no error, no worker, not finished", r.ID, what, x, wantAttempt)
 				}
 				wantTime(t, what+" ReadyAt", x.ReadyAt, now)
 			}

@@ -25,21 +25,31 @@ func main() {
 	effects := flag.String("effects", "", "side-effect SQLite file")
 	concurrency := flag.Int("concurrency", 8, "runs at once")
 	heartbeat := flag.Duration("heartbeat", 0, "lease renewal interval (0: a third of the lease)")
+	traffic := flag.String("traffic", "", "file each liveness request (heartbeat, session) is tallied in; empty: none")
 	flag.Parse()
-	if err := run(*server, *id, *effects, *concurrency, *heartbeat); err != nil {
+	if err := run(*server, *id, *effects, *concurrency, *heartbeat, *traffic); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(server, id, effects string, concurrency int, heartbeat time.Duration) error {
+func run(server, id, effects string, concurrency int, heartbeat time.Duration, traffic string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fx, err := chaos.OpenEffects(effects)
 	if err != nil {
 		return err
 	}
 	defer fx.Close()
-	c, err := api.NewClient(server, "")
+	var opts []api.ClientOption
+	if traffic != "" {
+		hc, closeTally, err := chaos.TallyingClient(traffic)
+		if err != nil {
+			return err
+		}
+		defer closeTally()
+		opts = append(opts, api.WithHTTPClient(hc))
+	}
+	c, err := api.NewClient(server, "", opts...)
 	if err != nil {
 		return err
 	}
