@@ -43,12 +43,7 @@ func New(cfg Config) *Service {
 }
 
 // Published is the outcome of a publish.
-type Published struct {
-	EventID string `json:"eventId" msgpack:"event_id"`
-	// Delivered is how many waiting runs received it now; later waits may still receive it
-	// within the lookback window.
-	Delivered int `json:"delivered" msgpack:"delivered"`
-}
+type Published = jobs.Published
 
 // Publish publishes an event whose payload is msgpack-encoded.
 func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Published, error) {
@@ -74,6 +69,11 @@ func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix)
 
 // PublishSystem is PublishID without the reserved-name check: for the engine's own events.
 func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []byte) (Published, error) {
+	return s.publish(ctx, id, name, payload, nil)
+}
+
+// publish stores and delivers one event; match, when not nil, gives its match fields (matched.go).
+func (s *Service) publish(ctx context.Context, id, name string, payload []byte, match map[string]any) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
@@ -90,9 +90,9 @@ func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []
 			return Published{}, err
 		}
 	}
-	fields, err := history.FieldKeys(payload)
+	fields, err := s.fields(name, payload, match)
 	if err != nil {
-		return Published{}, jobs.Wrap(jobs.CodeEncoding, err, "event %q", name)
+		return Published{}, err
 	}
 	now := s.cfg.Clock.Now()
 	if id == "" {

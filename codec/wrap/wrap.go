@@ -4,8 +4,9 @@
 // everything it reads back (the task's input, the history it replays) is opened, so the job code
 // sees plain values and the engine stores only envelopes. The engine needs no key.
 //
-// Published event payloads are not encoded: the engine matches waits against their fields, so it
-// must read them. Carry an id in an event and keep what is secret in a step's output.
+// Published event payloads are encoded by Publisher, which sends the fields waits match on beside
+// the payload (in the clear). A run's own jobs.Publish is not encoded: the engine matches on its
+// payload's fields.
 package wrap
 
 import (
