@@ -1,6 +1,10 @@
 package jobs
 
-import "context"
+import (
+	"context"
+
+	"github.com/ultimat3/jobs/history"
+)
 
 // PublishRequest publishes an event with the fields waits match on given beside its payload.
 //
@@ -44,4 +48,39 @@ func PublishTo(ctx context.Context, p EventPublisher, event string, payload any,
 		return Published{}, err
 	}
 	return p.PublishMatched(ctx, PublishRequest{Event: event, Payload: b, Match: match})
+}
+
+// MatchedEffects is implemented by runtimes whose durable publish can carry match fields (the
+// worker's replay runtime).
+type MatchedEffects interface {
+	// PublishMatched is Effects.Publish with the event's match fields (canonical pairs,
+	// history.MatchKeys) given beside the payload.
+	PublishMatched(c *Ctx, name, event string, payload []byte, match []string) (eventID string, err error)
+}
+
+// PublishMatch is Publish with the fields waits match on given beside the payload (see
+// PublishRequest.Match): the engine matches on them only, so on a worker with a codec
+// (codec/wrap.Frontend) the payload is stored encoded. The match fields are stored in the clear.
+func PublishMatch(c *Ctx, event string, payload any, match Match) (string, error) {
+	return PublishAsMatch(c, "publish:"+event, event, payload, match)
+}
+
+// PublishAsMatch is PublishMatch with the durable call's name given.
+func PublishAsMatch(c *Ctx, name, event string, payload any, match Match) (string, error) {
+	fx, ok := c.rt.(MatchedEffects)
+	if !ok {
+		return "", Errorf(CodeInvariant, "publish %s: this runtime cannot publish with match fields", name)
+	}
+	if match == nil {
+		match = Match{} // given, and empty: no fields
+	}
+	keys, err := history.MatchKeys(match)
+	if err != nil {
+		return "", Wrap(CodeEncoding, err, "publish %q", name)
+	}
+	b, err := Encode(payload)
+	if err != nil {
+		return "", err
+	}
+	return fx.PublishMatched(c, name, event, b, keys)
 }

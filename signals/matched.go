@@ -2,6 +2,7 @@ package signals
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/codec"
@@ -27,7 +28,34 @@ func (s *Service) PublishMatched(ctx context.Context, id, name string, payload [
 	if Reserved(name) {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
 	}
-	return s.publish(ctx, id, name, payload, match)
+	return s.publish(ctx, id, name, payload, func() ([]string, error) { return s.fields(name, payload, match) })
+}
+
+// PublishPairs is PublishMatched with the match fields already in their canonical form (sorted
+// "name=value" pairs, history.MatchKeys), as a run's durable publish sends them: the engine
+// checks the form, since a pair out of it would never match, or match wrongly.
+func (s *Service) PublishPairs(ctx context.Context, id, name string, payload []byte, pairs []string) (Published, error) {
+	if Reserved(name) {
+		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
+	}
+	if len(pairs) > maxMatchFields {
+		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: %d match fields; the limit is %d", name, len(pairs), maxMatchFields)
+	}
+	for i, p := range pairs {
+		if err := jobs.ValidIdentifier("match field", p); err != nil {
+			return Published{}, err
+		}
+		if k, _, ok := strings.Cut(p, "="); !ok || k == "" {
+			return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: match field %q is not name=value", name, p)
+		}
+		if len(p) > maxMatchPair {
+			return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: the match field %.40q… is %d bytes with its value; the limit is %d", name, p, len(p), maxMatchPair)
+		}
+		if i > 0 && pairs[i-1] >= p {
+			return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: match fields are not sorted and unique (%q, then %q)", name, pairs[i-1], p)
+		}
+	}
+	return s.publish(ctx, id, name, payload, func() ([]string, error) { return pairs, nil })
 }
 
 // fields returns the match fields of an event: match's when given, else the payload's own.

@@ -69,11 +69,11 @@ func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix)
 
 // PublishSystem is PublishID without the reserved-name check: for the engine's own events.
 func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []byte) (Published, error) {
-	return s.publish(ctx, id, name, payload, nil)
+	return s.publish(ctx, id, name, payload, func() ([]string, error) { return s.fields(name, payload, nil) })
 }
 
-// publish stores and delivers one event; match, when not nil, gives its match fields (matched.go).
-func (s *Service) publish(ctx context.Context, id, name string, payload []byte, match map[string]any) (Published, error) {
+// publish stores and delivers one event; fields returns its match fields (matched.go).
+func (s *Service) publish(ctx context.Context, id, name string, payload []byte, fields func() ([]string, error)) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
@@ -90,7 +90,7 @@ func (s *Service) publish(ctx context.Context, id, name string, payload []byte, 
 			return Published{}, err
 		}
 	}
-	fields, err := s.fields(name, payload, match)
+	pairs, err := fields()
 	if err != nil {
 		return Published{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) publish(ctx context.Context, id, name string, payload []byte, 
 	if id == "" {
 		id = uuid7.New(now)
 	}
-	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: fields, Now: now})
+	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: pairs, Now: now})
 	if err != nil {
 		return Published{}, err
 	}

@@ -40,6 +40,12 @@ var awaitPayment = jobs.MustDefine("await-payment", func(id string) string { ret
 		return p.Card, nil
 	}, jobs.Queue("pay"), jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
 
+// payFor publishes the order's payment from inside a run, matched on the order id.
+var payFor = jobs.MustDefine("pay-for", func(id string) string { return id }, jobs.NoTenant[string](),
+	func(c *jobs.Ctx, id string) (string, error) {
+		return jobs.PublishMatch(c, "order.paid", payment{OrderID: id, Card: "4111-SECRET-" + id}, jobs.Match{"orderId": id})
+	}, jobs.Queue("pay"), jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+
 // rawBackend is a store and a way to read its published events' rows as stored (payload and
 // fields, as text); memory has no rows, so rows is nil.
 type rawBackend struct {
@@ -117,8 +123,8 @@ func rawBackends() []rawBackend {
 	return bs
 }
 
-// An event published through the codec's publisher, in process and over the HTTP API, is stored
-// encrypted: the engine matches the waiting run on the match field given beside it, the stored
+// An event published through the codec's publisher, in process and over the HTTP API, and one a
+// run publishes with jobs.PublishMatch on a worker with the codec, is stored encrypted: the engine matches the waiting run on the match field given beside it, the stored
 // event row and the run's history hold no plaintext of the payload, the dump says what it is, and
 // the run's worker opens it. A publisher without a codec still matches on the payload's fields.
 func TestEventPayloadThroughCodec(t *testing.T) {
@@ -130,7 +136,7 @@ func TestEventPayloadThroughCodec(t *testing.T) {
 			env := testenv.Start(t, testenv.Options{Store: st})
 			ctx := context.Background()
 			set := aesSet(t, "k1", "k1")
-			env.Worker(worker.Config{ID: "w", Frontend: wrap.Frontend(env.Engine, set)}, awaitPayment)
+			env.Worker(worker.Config{ID: "w", Frontend: wrap.Frontend(env.Engine, set)}, awaitPayment, payFor)
 			srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
 			if err != nil {
 				t.Fatal(err)
@@ -145,7 +151,7 @@ func TestEventPayloadThroughCodec(t *testing.T) {
 			t.Cleanup(client.Close)
 
 			runs := map[string]string{}
-			for _, id := range []string{"o-1", "o-2", "o-3"} {
+			for _, id := range []string{"o-1", "o-2", "o-3", "o-4"} {
 				res, err := awaitPayment.Enqueue(ctx, env.Engine, id)
 				if err != nil {
 					t.Fatal(err)
@@ -168,6 +174,12 @@ func TestEventPayloadThroughCodec(t *testing.T) {
 			if res, err := env.Engine.Publish(ctx, "order.paid", payment{OrderID: "o-3", Card: "plain"}); err != nil || res.Delivered != 1 {
 				t.Fatalf("plain publish: %+v, %v", res, err)
 			}
+			// o-4 from inside a run.
+			pay, err := payFor.Enqueue(ctx, env.Engine, "o-4")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Await(pay.RunID, store.StateCompleted)
 			for id, runID := range runs {
 				run := env.Await(runID, store.StateCompleted)
 				plain, err := set.Open(run.Result)
@@ -183,7 +195,7 @@ func TestEventPayloadThroughCodec(t *testing.T) {
 					t.Errorf("run %s returned %q, want %q", id, got, want)
 				}
 			}
-			for _, id := range []string{"o-1", "o-2"} {
+			for _, id := range []string{"o-1", "o-2", "o-4"} {
 				raw, err := env.Store.HistoryRead(ctx, runs[id], 0, 0)
 				if err != nil {
 					t.Fatal(err)
@@ -216,14 +228,14 @@ func TestEventPayloadThroughCodec(t *testing.T) {
 				return
 			}
 			stored := rows(t)
-			if len(stored) != 3 {
-				t.Fatalf("%d event rows, want 3", len(stored))
+			if len(stored) != 4 {
+				t.Fatalf("%d event rows, want 4", len(stored))
 			}
 			fields := strings.Join(stored, "\n")
 			if strings.Contains(fields, "SECRET") {
 				t.Errorf("an event row holds the payload in the clear:\n%q", fields)
 			}
-			for _, id := range []string{"o-1", "o-2", "o-3"} {
+			for _, id := range []string{"o-1", "o-2", "o-3", "o-4"} {
 				if !strings.Contains(fields, `orderId=\"`+id+`\"`) && !strings.Contains(fields, `orderId="`+id+`"`) {
 					t.Errorf("no row holds the match field of %s in the clear:\n%q", id, fields)
 				}
