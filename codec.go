@@ -35,7 +35,7 @@ func Encode(v any) ([]byte, error) {
 func Decode(data []byte, v any) error {
 	if what, ok := codec.Describe(data); ok {
 		// Decoding the envelope itself would yield an unreadable value: say which codec to use.
-		return Errorf(CodeEncoding, "decode into %T: the value is %s; open it with that codec first (codec/wrap on the worker or client)", v, what)
+		return Errorf(CodeEncoding, "decode into %T: the value is %s; open it with that codec first (codec/wrap on the worker or client): this side has no codec for it, or its key does not open it", v, what)
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(data))
 	dec.SetCustomStructTag("json")

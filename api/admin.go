@@ -116,7 +116,8 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, r, status, res)
 }
 
-// publish publishes an event; the body is its payload, JSON or msgpack.
+// publish publishes an event; the body is its payload, JSON or msgpack, and the match parameter
+// its match fields (publish.go).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := checkText("event name", name); err != nil {
@@ -135,7 +136,11 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	} else if payload, err = jobs.FromJSON(b); err != nil {
 		return err
 	}
-	res, err := s.eng.PublishEvent(r.Context(), name, payload)
+	match, err := matchOf(r) // publish.go
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.PublishMatched(r.Context(), jobs.PublishRequest{Event: name, Payload: payload, Match: match})
 	if err != nil {
 		return err
 	}

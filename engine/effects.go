@@ -7,6 +7,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/signals"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -47,7 +48,13 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		out.EventID, out.RunID, out.Outcome = "", "", nil
 		switch c.Kind {
 		case frontend.CmdPublish:
-			pub, err := e.signals.PublishID(ctx, id, c.Event, c.Output)
+			publish := e.signals.PublishID
+			if c.Matched {
+				publish = func(ctx context.Context, id, name string, payload []byte) (signals.Published, error) {
+					return e.signals.PublishPairs(ctx, id, name, payload, c.Match)
+				}
+			}
+			pub, err := publish(ctx, id, c.Event, c.Output)
 			if err != nil {
 				return req, err
 			}

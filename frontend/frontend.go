@@ -138,6 +138,9 @@ type Command struct {
 	Version int `msgpack:"version,omitempty"`
 	// Step: Parallel marks a step started with jobs.Go (see history.StepCompleted).
 	Parallel bool `msgpack:"parallel,omitempty"`
+	// Publish: Matched says Match holds the event's match fields (canonical pairs, as a wait's)
+	// and the payload is not read, so it may be a codec envelope (jobs.PublishMatch).
+	Matched bool `msgpack:"matched,omitempty"`
 }
 
 // RecordRequest carries one run's commands.

@@ -13,6 +13,14 @@ func (r *runtimeImpl) Publish(c *jobs.Ctx, name, event string, payload []byte) (
 	return (*Execution)(r).effect(kindPublish, frontend.Command{Kind: frontend.CmdPublish, Name: name, Event: event, Output: payload})
 }
 
+var _ jobs.MatchedEffects = (*runtimeImpl)(nil)
+
+// PublishMatched implements jobs.MatchedEffects: Publish with the event's match fields given, so
+// the engine does not read the payload (a codec may have encoded it on the way).
+func (r *runtimeImpl) PublishMatched(c *jobs.Ctx, name, event string, payload []byte, match []string) (string, error) {
+	return (*Execution)(r).effect(kindPublish, frontend.Command{Kind: frontend.CmdPublish, Name: name, Event: event, Output: payload, Match: match, Matched: true})
+}
+
 // Enqueue implements jobs.Effects: a recorded enqueue returns the child run's id and enqueues
 // nothing; a live one is sent to the engine, which enqueues and records it.
 func (r *runtimeImpl) Enqueue(c *jobs.Ctx, name string, req jobs.EnqueueRequest) (string, error) {

@@ -101,9 +101,12 @@ type Execution struct {
 	parked int
 
 	// Parallel steps (parallel.go). recMu serialises the execution's records, the body's and
-	// its parallel steps', so each is built on the seq the one before it left; it also guards
-	// cs while parallel steps are in flight.
+	// its parallel steps', so each is built on the seq the one before it left. csMu guards cs
+	// while parallel steps are in flight; it is held only to read cs or to fold a record's
+	// answer into it, never across a record's round trip, so starting, replaying or finishing
+	// a step never waits for another's record.
 	recMu    sync.Mutex
+	csMu     sync.Mutex
 	inflight sync.WaitGroup
 	pmu      sync.Mutex
 	pend     []*pendingStep
@@ -334,11 +337,18 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 		}
 		return resp, err
 	}
-	if err := e.cs.apply(resp.Appended); err != nil {
-		return resp, err
+	return resp, e.fold(resp.Appended)
+}
+
+// fold applies events to cs under csMu.
+func (e *Execution) fold(events []history.Event) error {
+	e.csMu.Lock()
+	defer e.csMu.Unlock()
+	if err := e.cs.apply(events); err != nil {
+		return err
 	}
 	e.lastSeq.Store(e.cs.lastSeq)
-	return resp, nil
+	return nil
 }
 
 // suspend reports the suspension and parks (or unwinds) the body until its call at idx settles.
@@ -369,10 +379,9 @@ func (e *Execution) suspend(idx int) call {
 		e.span = msg.span
 		e.span.AddEvent("jobs.resumed", trace.WithAttributes(AttrCall.String(e.cs.list[idx].name)))
 	}
-	if err := e.cs.apply(msg.events); err != nil {
+	if err := e.fold(msg.events); err != nil {
 		e.verdict(Outcome{Kind: Failed, Err: err})
 	}
-	e.lastSeq.Store(e.cs.lastSeq)
 	c := e.cs.list[idx]
 	if c.state == pending {
 		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeInvariant, "run %s: resumed, but %s is still pending", e.cfg.Info.RunID, c)})

@@ -13,6 +13,11 @@ import (
 // one runs on its own goroutine and records as it finishes; records are serialised per execution
 // (recMu), each built on the seq the previous one left, so the engine's after_seq check holds,
 // and steps that finish while a record is in flight share the next record (pendingStep).
+//
+// recMu orders records and nothing else: the call state (cs) has its own lock, csMu, taken only
+// to look a name up or to fold a record's answer in. So Go starts (or serves from the history)
+// a step while another's record is on the wire, a step that finishes meanwhile queues its result
+// for the next record, and the body's own calls run up to their record.
 
 var _ jobs.Parallel = (*runtimeImpl)(nil)
 
@@ -40,9 +45,9 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		e.claimed = map[string]bool{}
 	}
 	e.claimed[name] = true
-	e.recMu.Lock()
+	e.csMu.Lock()
 	rec, ok := e.cs.futures[name]
-	e.recMu.Unlock()
+	e.csMu.Unlock()
 	if ok {
 		p.Settle(rec.output, rec.seq, nil)
 		return p
@@ -107,16 +112,16 @@ func (e *Execution) recordParallel(cmd frontend.Command) (int64, error) {
 
 // recordedFuture reports whether the history records name as a parallel step.
 func (e *Execution) recordedFuture(name string) bool {
-	e.recMu.Lock()
-	defer e.recMu.Unlock()
+	e.csMu.Lock()
+	defer e.csMu.Unlock()
 	_, ok := e.cs.futures[name]
 	return ok
 }
 
 // unclaimedFuture returns a recorded parallel step the body never started, or "".
 func (e *Execution) unclaimedFuture() string {
-	e.recMu.Lock()
-	defer e.recMu.Unlock()
+	e.csMu.Lock()
+	defer e.csMu.Unlock()
 	for name := range e.cs.futures {
 		if !e.claimed[name] {
 			return name

@@ -56,8 +56,8 @@ func TestParallelStepsShareRecordsInFlight(t *testing.T) {
 	g := &gateRecorder{seq: 1, first: make(chan struct{}), entered: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(3)
-	// No step returns before all three are started: starting a parallel step waits for a record
-	// in flight (the record holds the run's call state), and the first record is held below.
+	// No step returns before all three are started, so whichever finishes first is recorded
+	// alone (and held below) while the other two finish and queue for the next record.
 	allStarted := make(chan struct{})
 	def := jobs.MustDefine("fan", func(in string) string { return in }, jobs.NoTenant[string](),
 		func(c *jobs.Ctx, in string) (int, error) {

@@ -43,12 +43,7 @@ func New(cfg Config) *Service {
 }
 
 // Published is the outcome of a publish.
-type Published struct {
-	EventID string `json:"eventId" msgpack:"event_id"`
-	// Delivered is how many waiting runs received it now; later waits may still receive it
-	// within the lookback window.
-	Delivered int `json:"delivered" msgpack:"delivered"`
-}
+type Published = jobs.Published
 
 // Publish publishes an event whose payload is msgpack-encoded.
 func (s *Service) Publish(ctx context.Context, name string, payload []byte) (Published, error) {
@@ -74,6 +69,11 @@ func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix)
 
 // PublishSystem is PublishID without the reserved-name check: for the engine's own events.
 func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []byte) (Published, error) {
+	return s.publish(ctx, id, name, payload, func() ([]string, error) { return s.fields(name, payload, nil) })
+}
+
+// publish stores and delivers one event; fields returns its match fields (matched.go).
+func (s *Service) publish(ctx context.Context, id, name string, payload []byte, fields func() ([]string, error)) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
@@ -90,15 +90,15 @@ func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []
 			return Published{}, err
 		}
 	}
-	fields, err := history.FieldKeys(payload)
+	pairs, err := fields()
 	if err != nil {
-		return Published{}, jobs.Wrap(jobs.CodeEncoding, err, "event %q", name)
+		return Published{}, err
 	}
 	now := s.cfg.Clock.Now()
 	if id == "" {
 		id = uuid7.New(now)
 	}
-	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: fields, Now: now})
+	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: pairs, Now: now})
 	if err != nil {
 		return Published{}, err
 	}

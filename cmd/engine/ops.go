@@ -328,7 +328,7 @@ func newEventsCmd() *cobra.Command {
 	var co clientOptions
 	cmd := &cobra.Command{Use: "events", Short: "Publish events to the runs waiting for them"}
 	co.flags(cmd)
-	var payload string
+	var payload, match string
 	var asJSON bool
 	pub := &cobra.Command{
 		Use:   "publish NAME --payload JSON",
@@ -347,7 +347,13 @@ func newEventsCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			res, err := c.PublishEvent(cmd.Context(), args[0], p)
+			req := jobs.PublishRequest{Event: args[0], Payload: p}
+			if cmd.Flags().Changed("match") {
+				if req.Match, err = matchFlag(match); err != nil {
+					return err
+				}
+			}
+			res, err := c.PublishMatched(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -359,6 +365,7 @@ func newEventsCmd() *cobra.Command {
 		},
 	}
 	pub.Flags().StringVar(&payload, "payload", "", "the event's payload as JSON (required; null for none)")
+	pub.Flags().StringVar(&match, "match", "", `the fields waits match on, as a JSON object ({"orderId":"o-1"}); default: the payload's own`)
 	pub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(pub)
 	return cmd

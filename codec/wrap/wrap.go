@@ -4,8 +4,9 @@
 // everything it reads back (the task's input, the history it replays) is opened, so the job code
 // sees plain values and the engine stores only envelopes. The engine needs no key.
 //
-// Published event payloads are not encoded: the engine matches waits against their fields, so it
-// must read them. Carry an id in an event and keep what is secret in a step's output.
+// Published event payloads are encoded by Publisher, and a run's jobs.PublishMatch by Frontend:
+// both send the fields waits match on beside the payload (in the clear). A run's plain
+// jobs.Publish is not encoded: the engine matches on its payload's fields.
 package wrap
 
 import (
@@ -84,6 +85,16 @@ func (f *codecFrontend) encode(cmds []frontend.Command) ([]frontend.Command, err
 			b, err := f.set.Encode(c.Output)
 			if err != nil {
 				return nil, jobs.Wrap(jobs.CodeEncoding, err, "encode the output of %s %q", c.Kind, c.Name)
+			}
+			c.Output = b
+		case frontend.CmdPublish:
+			// Only a publish that names its match fields: the engine reads the others' fields.
+			if !c.Matched || len(c.Output) == 0 {
+				continue
+			}
+			b, err := f.set.Encode(c.Output)
+			if err != nil {
+				return nil, jobs.Wrap(jobs.CodeEncoding, err, "encode the payload of %s %q", c.Kind, c.Name)
 			}
 			c.Output = b
 		case frontend.CmdEnqueue:
