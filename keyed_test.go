@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/codec"
@@ -67,6 +69,35 @@ func customers(t *testing.T, tasks []frontend.Task) map[string]int {
 	return out
 }
 
+// handedBack is the engine's count of hand-backs for reason, over every queue.
+func handedBack(t *testing.T, env *testenv.Env, reason string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	for _, c := range env.Engine.Collectors() {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, f := range fams {
+		if f.GetName() != jobs.MetricClaimsHandedBack {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
 func waiting(t *testing.T, env *testenv.Env, id string) (store.Run, string) {
 	t.Helper()
 	v, err := env.Engine.InspectRun(t.Context(), id)
@@ -107,6 +138,9 @@ func TestKeyedConcurrencyCap(t *testing.T) {
 		}
 		if !strings.Contains(why, "keyed concurrency cap") || !strings.Contains(why, `input.customer = "a"`) {
 			t.Errorf("waiting: %q, want the keyed cap and the key", why)
+		}
+		if n := handedBack(t, env, "key_cap"); n != 1 {
+			t.Errorf("jobs_claims_handed_back_total{reason=key_cap} = %v, want 1", n)
 		}
 		// Its delay passed, but both of a's slots are held: handed back again.
 		env.Advance(engine.SlotRetry)
@@ -154,6 +188,9 @@ func TestKeyedRateLimit(t *testing.T) {
 		until := start.Add(time.Minute).UTC().Format(time.RFC3339Nano)
 		if want := `rate limited by tenant = "a" until ` + until; !strings.Contains(why, want) {
 			t.Errorf("waiting: %q, want %q", why, want)
+		}
+		if n := handedBack(t, env, "key_rate"); n != 1 {
+			t.Errorf("jobs_claims_handed_back_total{reason=key_rate} = %v, want 1", n)
 		}
 		// Finishing a's runs frees nothing: a rate counts starts, not runs in flight.
 		for _, task := range tasks {
