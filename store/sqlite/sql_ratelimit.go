@@ -10,3 +10,8 @@ const (
 	sqlRateInsert = `INSERT OR IGNORE INTO rate_starts (key, until_at, holder) VALUES (?, ?, ?)`
 	sqlRatePrune  = `DELETE FROM rate_starts WHERE until_at <= ?`
 )
+
+// The rate statements are prepared with the others when the store opens.
+func init() {
+	writeStatements = append(writeStatements, sqlRateExpire, sqlRateCount, sqlRateNth, sqlRateInsert, sqlRatePrune)
+}
