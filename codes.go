@@ -35,6 +35,7 @@ const (
 	CodeJobNotCancellable        Code = "X_JOB_NOT_CANCELLABLE"
 	CodeJobNotRetryable          Code = "X_JOB_NOT_RETRYABLE"
 	CodeJobConcurrencyUnenforced Code = "X_JOB_CONCURRENCY_UNENFORCEABLE"
+	CodeFlowKey                  Code = "X_FLOW_KEY"
 	CodeRunNotFound              Code = "X_RUN_NOT_FOUND"
 	CodeStepNotFound             Code = "X_STEP_NOT_FOUND"
 	CodeTimeout                  Code = "X_TIMEOUT"
@@ -106,6 +107,7 @@ var codeTable = []CodeInfo{
 	{CodeJobNotCancellable, Terminal, "cancel reached a run that already finished"},
 	{CodeJobNotRetryable, Terminal, "retry reached a run that is neither dead-lettered nor blocked"},
 	{CodeJobConcurrencyUnenforced, Terminal, "a job declares fleet concurrency and the store has no lease rows to enforce it"},
+	{CodeFlowKey, Terminal, "an enqueue's run has no value for the key a job's keyed limit counts by (the input lacks the field, holds a value that cannot key, or is sealed by a codec)"},
 	{CodeRunNotFound, Terminal, "no run has that id"},
 	{CodeStepNotFound, Terminal, "retry-from-step named a step the run's history does not hold"},
 	{CodeTimeout, Retryable, "the attempt passed the job's timeout; its context was cancelled first"},

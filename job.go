@@ -41,6 +41,9 @@ type Config struct {
 	EventPoll   time.Duration `json:"eventPoll"`
 	// Concurrency is the fleet-wide cap on running runs of the job; 0 means none declared.
 	Concurrency int `json:"concurrency,omitempty"`
+	// KeyedConcurrency and KeyedRate are fleet-wide limits per value of a key (keyed.go).
+	KeyedConcurrency *KeyedLimit `json:"keyedConcurrency,omitempty"`
+	KeyedRate        *KeyedLimit `json:"keyedRate,omitempty"`
 }
 
 // Option sets one optional field of a job's declaration.

@@ -92,13 +92,17 @@ type JobDeclaration struct {
 	StepTimeout time.Duration `json:"stepTimeout,omitempty"`
 	EventPoll   time.Duration `json:"eventPoll"`
 	Concurrency int           `json:"concurrency,omitempty"`
+	// KeyedConcurrency and KeyedRate: see keyed.go.
+	KeyedConcurrency *KeyedLimit `json:"keyedConcurrency,omitempty"`
+	KeyedRate        *KeyedLimit `json:"keyedRate,omitempty"`
 }
 
 // DeclareConfig is the JobDeclaration of a job's configuration.
 func DeclareConfig(c Config) JobDeclaration {
 	r := c.Retry.withDefaults()
 	return JobDeclaration{Queue: c.Queue, Attempts: r.Attempts, Backoff: r.Backoff, Delay: r.Delay, MaxDelay: r.MaxDelay,
-		Jitter: r.Jitter, Timeout: c.Timeout, StepTimeout: c.StepTimeout, EventPoll: c.EventPoll, Concurrency: c.Concurrency}
+		Jitter: r.Jitter, Timeout: c.Timeout, StepTimeout: c.StepTimeout, EventPoll: c.EventPoll, Concurrency: c.Concurrency,
+		KeyedConcurrency: c.KeyedConcurrency, KeyedRate: c.KeyedRate}
 }
 
 // Declare adds a free-standing declaration to the registry's manifest (a schedule, say). A

@@ -32,6 +32,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeListenFailed:           http.StatusServiceUnavailable,
 	jobs.CodeOutboxNoTx:             http.StatusBadRequest,
 	jobs.CodeActorInvalid:           http.StatusBadRequest,
+	jobs.CodeFlowKey:                http.StatusBadRequest,
 	// It names something that is not there.
 	jobs.CodeRunNotFound:  http.StatusNotFound,
 	jobs.CodeStepNotFound: http.StatusNotFound,

@@ -110,6 +110,8 @@ type Engine struct {
 	claimed *lru.Cache[string, string]
 	// notes says why a run's claim was last handed back (flow.go).
 	notes handBackNotes
+	// keyed is the memory of the keyed limits (keyed.go).
+	keyed keyedState
 
 	// keyMu guards key, the lease-token secret (lease.go), read from the store once. hmacs
 	// pools HMACs keyed with it; verified remembers the claims whose token was checked.
@@ -320,6 +322,9 @@ func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now ti
 	if len(req.Input) == 0 {
 		req.Input, _ = jobs.Encode(nil)
 	}
+	if err := e.checkKeyed(ctx, req); err != nil {
+		return store.CreateRunParams{}, err
+	}
 	if req.TraceParent == "" {
 		// The caller's current span (in-process, or extracted from an API request's headers).
 		req.TraceParent, req.TraceState = jobs.TraceContext(ctx)
@@ -447,6 +452,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 		if len(limits) > 0 {
 			runs = e.takeSlots(ctx, runs, limits)
 		}
+		runs = e.takeKeyed(ctx, f, runs)
 	}
 	tasks := make([]frontend.Task, len(runs))
 	for i, r := range runs {

@@ -108,7 +108,10 @@ func (e *Engine) DeclareManifest(ctx context.Context, m frontend.Manifest) (fron
 			if err := checkJobDeclaration(d.Name, cfg); err != nil {
 				return frontend.ManifestResponse{}, err
 			}
-			if cfg.Concurrency > 0 {
+			if err := checkKeyedDeclaration(d.Name, cfg); err != nil {
+				return frontend.ManifestResponse{}, err
+			}
+			if cfg.Concurrency > 0 || cfg.KeyedConcurrency != nil {
 				if h, ok := e.store.(store.SlotHolder); ok && !h.HoldsSlots() {
 					return frontend.ManifestResponse{}, jobs.Errorf(jobs.CodeJobConcurrencyUnenforced,
 						"job %q declares a fleet concurrency of %d and this engine's store cannot hold concurrency slots", d.Name, cfg.Concurrency)

@@ -124,6 +124,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		if f, err := e.fleetView(ctx, false); err == nil && f.cap(out.res.Run.Job) > 0 {
 			e.releaseSlot(ctx, frontend.SlotKey(out.res.Run.Job), req.RunID)
 		}
+		e.releaseKeyed(ctx, out.res.Run)
 	}
 	if m.State == store.StateReady {
 		e.matching.Wake()

@@ -66,6 +66,9 @@ func (e *Engine) renewSlot(ctx context.Context, l frontend.Lease, now time.Time)
 	if err != nil {
 		return err
 	}
+	if err := e.renewKeyed(ctx, f, l.RunID, job, now); err != nil {
+		return err
+	}
 	limit := f.cap(job)
 	if limit == 0 {
 		return nil

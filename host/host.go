@@ -47,7 +47,10 @@ type Options struct {
 	// Registry holds the application's jobs.
 	Registry *jobs.Registry
 	// Worker tunes the worker (ID, Queues, Concurrency, PollWait, HeartbeatInterval, Clock, …).
-	// Its Frontend, Registry, Logger and Registerer are filled from these Options.
+	// Its Frontend, Registry, Logger and Registerer are filled from these Options. Worker.Limits
+	// is this process's budget (PerTenant, PerQueue, Global, RatePerTenant): per replica, so
+	// multiply it by the replicas; a fleet-wide limit is declared on the job instead
+	// (jobs.Concurrency, jobs.ConcurrencyBy, jobs.RateBy).
 	Worker worker.Config
 	// MetricsAddr serves /metrics, /healthz and /readyz on this address while the worker runs;
 	// empty: no listener.

@@ -370,6 +370,8 @@ type Store interface {
 	Deduper
 	Children  // parent and child runs (children.go)
 	Retention // deleting finished runs after their retention period (retention.go)
+	// RateLimits holds the durable counts of keyed rate limits (ratelimit.go).
+	RateLimits
 }
 
 // Signal is a notification from another process sharing the store.

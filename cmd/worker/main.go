@@ -49,6 +49,7 @@ type options struct {
 	logLevel        string
 	logFormat       string
 	logRuns         bool
+	limits          limitFlags // limits.go
 }
 
 func newRootCmd() *cobra.Command {
@@ -86,6 +87,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", cli.Env("JOBS_LOG_LEVEL", "info"), "debug, info, warn or error [$JOBS_LOG_LEVEL]")
 	f.StringVar(&o.logFormat, "log-format", cli.Env("JOBS_LOG_FORMAT", "text"), "text or json [$JOBS_LOG_FORMAT]")
 	f.BoolVar(&o.logRuns, "log-runs", true, "log one info line per claim of a run (jobs.run: outcome, duration); --log-runs=false for none")
+	addLimitFlags(f, &o.limits)
 	return cmd
 }
 
@@ -139,6 +141,10 @@ func serve(cmd *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
+	limits, err := o.limits.config()
+	if err != nil {
+		return err
+	}
 	server := o.server
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
@@ -154,6 +160,6 @@ func serve(cmd *cobra.Command, o *options) error {
 	}
 	return host.Run(cmd.Context(), host.Options{Engine: server, Token: o.token, Registry: reg, Logger: log,
 		Worker: worker.Config{ID: o.id, Queues: queues, PollWait: o.pollWait, HeartbeatInterval: o.heartbeat,
-			QuietRuns: !o.logRuns},
+			QuietRuns: !o.logRuns, Limits: limits},
 		MetricsAddr: o.metricsAddr, DrainTimeout: o.drainTimeout})
 }

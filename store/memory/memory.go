@@ -54,6 +54,8 @@ type Store struct {
 	pubSeq int64
 	// slots maps a slot key to its holders and when each holder's slot expires.
 	slots map[string]map[string]time.Time
+	// rates holds the counted starts of each keyed rate limit (ratelimit.go); made on first use.
+	rates map[string][]rateStart
 	// leaders and schedules are the scheduler's lease rows and watermarks (schedules.go).
 	leaders   map[string]store.Leader
 	schedules map[string]store.ScheduleState

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Trace", traceTests},
 		{"Retention", retentionTests},
 		{"Flow", flowTests},
+		{"RateLimits", rateTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
