@@ -292,6 +292,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	defer ldg.settle() // a report in flight never outlives the pass (finish settles it first)
 	if ldg.completed != nil {
 		if v := Gate(GateInput{Declaration: d, Environment: env.Environment, Completed: ldg.completed}); !v.Run() {
 			// The pass is the no-op, not the enqueue: the run completes and says so.
@@ -358,8 +359,9 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			// Progress is a report for people: after the first page, then at most once per
 			// ProgressEvery, so a fast sweep does not pay a ledger write for every page.
 			if lastReport.IsZero() || lastLive.Sub(lastReport) >= ProgressEvery {
-				ldg.progress(c, cp, res.Batches)
-				lastReport = lastLive
+				if ldg.progress(c, cp, res.Batches) {
+					lastReport = lastLive
+				}
 			}
 		}
 	}
@@ -462,6 +464,8 @@ type ledger struct {
 	completed *Progress
 	adopted   bool
 	warnings  []string
+	// inflight is closed when the progress report sent last has landed (or failed).
+	inflight chan struct{}
 }
 
 // openLedger opens the pass's row. A ledger that is absent, or that fails, is no reason not to
@@ -510,12 +514,40 @@ func (l *ledger) total(c *jobs.Ctx, n int64) {
 	}
 }
 
-func (l *ledger) progress(c *jobs.Ctx, cp Checkpoint, batches int64) {
+// progress reports where the pass stands, off the pages' critical path: the report is sent
+// beside the next page, never between a checkpoint and the next handler, because it is a report
+// for people and the checkpoint already made the page durable. One report is in flight at a
+// time; while one is, progress answers false and the caller tries again after the next page.
+// The ledger never moves a row backwards, and finish waits for the report in flight, so a late
+// report cannot overwrite the end.
+func (l *ledger) progress(c *jobs.Ctx, cp Checkpoint, batches int64) bool {
 	if l.l == nil {
-		return
+		return true
 	}
-	if err := l.l.Report(c, frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches, Cursor: cursorText(cp.Cursor)}); err != nil {
-		slog.Default().Warn("jobs.backfill.ledger", "backfill", l.name, "err", err)
+	if l.inflight != nil {
+		select {
+		case <-l.inflight:
+		default:
+			return false
+		}
+	}
+	done := make(chan struct{})
+	l.inflight = done
+	req := frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches, Cursor: cursorText(cp.Cursor)}
+	go func() {
+		defer close(done)
+		if err := l.l.Report(c, req); err != nil {
+			slog.Default().Warn("jobs.backfill.ledger", "backfill", l.name, "err", err)
+		}
+	}()
+	return true
+}
+
+// settle waits for the progress report in flight, if any.
+func (l *ledger) settle() {
+	if l.inflight != nil {
+		<-l.inflight
+		l.inflight = nil
 	}
 }
 
@@ -523,6 +555,7 @@ func (l *ledger) finish(c *jobs.Ctx, status string, cp Checkpoint, batches int64
 	if l.l == nil {
 		return
 	}
+	l.settle()
 	// A cancelled run's context is done; its row is reconciled from the run's state instead.
 	_, err := retryLedger(c, func() (struct{}, error) {
 		return struct{}{}, l.l.Report(context.WithoutCancel(c), frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches,

@@ -16,7 +16,7 @@ func renderBackfills(w func(string, ...any), samples []record.Sample, keys []str
 	pass, passOrder := ourGroups(samples, keys, systems.ScenarioBackfill, nil)
 	loop, _ := ourGroups(samples, keys, systems.ScenarioBackfillLoop, nil)
 	w("**Throughput.** A Postgres table of %d rows (`id bigint PRIMARY KEY, payload text, swept boolean`) is swept twice, from a fresh table each time: ", in.BackfillRows)
-	w("by a backfill pass (`keyset.Pgx` source, pages of 1,000, `Rate(1e6)`: far above what the pages achieve, so the throttle never waits) on one worker in the bench process, and by a hand-written loop that makes the same two statements a page (`SELECT id … WHERE id > $1 ORDER BY id LIMIT 1000`, then `UPDATE … WHERE id = ANY($1)`). ")
+	w("by a backfill pass (`keyset.Pgx` source, pages of 1,000, `Rate(1e6)`: far above what the pages achieve, so the throttle never waits) on one worker in the bench process, started before the clock (a worker is up when someone enqueues a pass; the clock covers the enqueue, the claim, every page and the completion), and by a hand-written loop that makes the same two statements a page (`SELECT id … WHERE id > $1 ORDER BY id LIMIT 1000`, then `UPDATE … WHERE id = ANY($1)`). ")
 	w("The pass also records one step per page and reports its progress to the ledger. The target is a pass at ≥ 0.9× the loop's rows/s. Each run checks every row was swept.\n\n")
 	if len(passOrder) == 0 {
 		notRun(w, in, keys)
