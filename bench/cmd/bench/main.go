@@ -117,6 +117,12 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "scale" {
+		if err := scaleMain(os.Args[2:]); err != nil {
+			log.Fatalf("scale: %v", err)
+		}
+		return
+	}
 	if len(os.Args) == 4 && os.Args[1] == "render" {
 		if err := renderMain(os.Args[2], os.Args[3]); err != nil {
 			log.Fatalf("render: %v", err)
