@@ -61,14 +61,17 @@ var (
 const scaleTemplate = "tplkey00"
 
 type scaleConfig struct {
-	suspended, fresh, producers, claimers, batch, parked int
-	out                                                  string
+	suspended, fresh, producers, claimers, batch, parked, rounds int
+	out                                                          string
 }
 
 type phase struct {
 	enqueueRate, claimRate float64
 	claimP50, claimP99     time.Duration
-	timerP99, publishP99   time.Duration
+	timerP50, timerP99     time.Duration
+	publishP99             time.Duration
+	fireRate               float64 // due timers fired a second, 100 a call
+	fireP99                time.Duration
 	idxReadPerClaim        float64
 	perIndex               string
 	heapReadPerClaim       float64
@@ -84,6 +87,7 @@ func scaleMain(args []string) error {
 	fs.IntVar(&cfg.claimers, "claimers", 4, "concurrent claimers of the fresh workload")
 	fs.IntVar(&cfg.batch, "batch", 16, "runs per claim")
 	fs.IntVar(&cfg.parked, "parked", envInt("BENCH_SCALE_PARKED", 5_000), "runs parked in a worker's sticky cache (BENCH_SCALE_PARKED)")
+	fs.IntVar(&cfg.rounds, "rounds", envInt("BENCH_SCALE_ROUNDS", 3), "alternating rounds of the fresh workload on each database (BENCH_SCALE_ROUNDS)")
 	fs.StringVar(&cfg.out, "out", os.Getenv("BENCH_SCALE_OUT"), "also write the markdown report here (BENCH_SCALE_OUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -113,23 +117,38 @@ func scaleMain(args []string) error {
 		return fmt.Errorf("parked (no cache): %w", err)
 	}
 
-	st, err := postgres.Open(ctx, postgres.Config{URL: dbURL, Schema: "jobs", MaxConns: 40,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Two databases, one empty and one loaded, measured in alternation (empty, loaded, empty,
+	// loaded, …): the machine is shared, and a slow minute then lands on both sides rather than
+	// on one. Each figure is the median over the rounds.
+	emptyURL, dropEmpty, err := scratchDB(ctx, admin, "bench_scale_empty")
+	if err != nil {
+		return err
+	}
+	defer dropEmpty()
+	open := func(u string) (store.Store, *pgxpool.Pool, error) {
+		st, err := postgres.Open(ctx, postgres.Config{URL: u, Schema: "jobs", MaxConns: 40, Logger: quietLog()})
+		if err != nil {
+			return nil, nil, err
+		}
+		pool, err := pgxpool.New(ctx, u)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		return st, pool, nil
+	}
+	stE, poolE, err := open(emptyURL)
+	if err != nil {
+		return err
+	}
+	defer stE.Close()
+	defer poolE.Close()
+	st, pool, err := open(dbURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return err
-	}
 	defer pool.Close()
-
-	empty, err := freshPhase(ctx, st, pool, "e", cfg)
-	if err != nil {
-		return fmt.Errorf("empty database: %w", err)
-	}
-	log.Printf("scale: empty database: %s", empty)
 
 	before, err := relSizes(ctx, pool)
 	if err != nil {
@@ -144,28 +163,41 @@ func scaleMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	loaded, err := freshPhase(ctx, st, pool, "l", cfg)
-	if err != nil {
-		return fmt.Errorf("loaded database: %w", err)
+	var empties, loadeds []phase
+	for r := 0; r < cfg.rounds; r++ {
+		e, err := freshPhase(ctx, stE, poolE, fmt.Sprintf("e%d_", r), cfg)
+		if err != nil {
+			return fmt.Errorf("empty database: %w", err)
+		}
+		log.Printf("scale: round %d, empty database: %s", r+1, e)
+		l, err := freshPhase(ctx, st, pool, fmt.Sprintf("l%d_", r), cfg)
+		if err != nil {
+			return fmt.Errorf("loaded database: %w", err)
+		}
+		log.Printf("scale: round %d, %d suspended runs: %s", r+1, cfg.suspended, l)
+		empties, loadeds = append(empties, e), append(loadeds, l)
 	}
-	log.Printf("scale: %d suspended runs: %s", cfg.suspended, loaded)
+	empty, loaded := medianPhase(empties), medianPhase(loadeds)
 	plans, err := explainClaim(ctx, pool)
 	if err != nil {
 		return err
 	}
 
 	fmt.Fprintf(w, "\n### A million suspended runs (`make bench-scale`)\n\n")
-	fmt.Fprintf(w, "%d suspended runs (half sleeping a year, half waiting on an event with a 30-day timeout) loaded in %.1f s (%.0f runs/s, with their history, timer and wait rows); then %d fresh no-op runs enqueued by %d callers and claimed %d at a time by %d claimers, against the same on the empty database. Host: %d CPUs, shared.\n\n",
-		cfg.suspended, loadTime.Seconds(), float64(cfg.suspended)/loadTime.Seconds(), cfg.fresh, cfg.producers, cfg.batch, cfg.claimers, runtime.NumCPU())
+	fmt.Fprintf(w, "%d suspended runs (half sleeping a year, half waiting on an event with a 30-day timeout) loaded in %.1f s (%.0f runs/s, with their history, timer and wait rows); then %d fresh no-op runs enqueued by %d callers and claimed %d at a time by %d claimers, against the same on an empty database, alternating, %d rounds (medians shown). Host: %d CPUs, shared.\n\n",
+		cfg.suspended, loadTime.Seconds(), float64(cfg.suspended)/loadTime.Seconds(), cfg.fresh, cfg.producers, cfg.batch, cfg.claimers, cfg.rounds, runtime.NumCPU())
 	fmt.Fprintf(w, "| figure | empty | %d suspended | ratio (loaded ÷ empty, target within 1.5×) |\n|---|---|---|---|\n", cfg.suspended)
 	fmt.Fprintf(w, "| enqueue, runs/s | %.0f | %.0f | %.2f× |\n", empty.enqueueRate, loaded.enqueueRate, loaded.enqueueRate/empty.enqueueRate)
 	fmt.Fprintf(w, "| claim, runs/s | %.0f | %.0f | %.2f× |\n", empty.claimRate, loaded.claimRate, loaded.claimRate/empty.claimRate)
 	fmt.Fprintf(w, "| claim call p50 | %s | %s | %.2f× |\n", ms(empty.claimP50), ms(loaded.claimP50), ratio(loaded.claimP50, empty.claimP50))
 	fmt.Fprintf(w, "| claim call p99 | %s | %s | %.2f× |\n", ms(empty.claimP99), ms(loaded.claimP99), ratio(loaded.claimP99, empty.claimP99))
+	fmt.Fprintf(w, "| timer poll (TimerFire, nothing due) p50 | %s | %s | %.2f× |\n", ms(empty.timerP50), ms(loaded.timerP50), ratio(loaded.timerP50, empty.timerP50))
 	fmt.Fprintf(w, "| index entries read per claimed run | %.1f | %.1f | |\n", empty.idxReadPerClaim, loaded.idxReadPerClaim)
 	fmt.Fprintf(w, "| … by index | %s | %s | |\n", empty.perIndex, loaded.perIndex)
 	fmt.Fprintf(w, "| timer poll (TimerFire, nothing due) p99 | %s | %s | %.2f× |\n", ms(empty.timerP99), ms(loaded.timerP99), ratio(loaded.timerP99, empty.timerP99))
-	fmt.Fprintf(w, "| publish of an event no run waits for, p99 | %s | %s | %.2f× |\n\n", ms(empty.publishP99), ms(loaded.publishP99), ratio(loaded.publishP99, empty.publishP99))
+	fmt.Fprintf(w, "| publish of an event no run waits for, p99 | %s | %s | %.2f× |\n", ms(empty.publishP99), ms(loaded.publishP99), ratio(loaded.publishP99, empty.publishP99))
+	fmt.Fprintf(w, "| due timers fired (TimerFire, 100 a call), timers/s | %.0f | %.0f | %.2f× |\n", empty.fireRate, loaded.fireRate, loaded.fireRate/empty.fireRate)
+	fmt.Fprintf(w, "| TimerFire call with due timers, p99 | %s | %s | %.2f× |\n\n", ms(empty.fireP99), ms(loaded.fireP99), ratio(loaded.fireP99, empty.fireP99))
 
 	fmt.Fprintf(w, "Disk per suspended run (pg_total_relation_size deltas over the load, tables with their indexes and TOAST):\n\n| table | bytes per run |\n|---|---|\n")
 	var total int64
@@ -177,7 +209,7 @@ func scaleMain(args []string) error {
 	fmt.Fprintf(w, "| **total** | **%.0f** |\n\n", float64(total)/float64(cfg.suspended))
 	fmt.Fprintf(w, "Memory per run parked in a worker's sticky cache (%d runs parked after a step, each asleep; heap in use plus goroutine stacks after GC, runtime.MemStats; target ≤ 16 KiB): **%.1f KiB** with the cache, %.1f KiB without it (the engine's and store's share, in the same process), so the cache itself costs **%.1f KiB** a run.\n\n",
 		cfg.parked, withCache/1024, without/1024, (withCache-without)/1024)
-	fmt.Fprintf(w, "The claim's plan with the suspended runs loaded (EXPLAIN, the fair claim's lane probe and the timer poll):\n\n```\n%s```\n", plans)
+	fmt.Fprintf(w, "Plans with the suspended runs loaded (EXPLAIN ANALYZE of the fair claim's lane probe and head read, and of TimerFire's first statement, in the store's shapes, as generic plans of prepared statements):\n\n```\n%s```\n", plans)
 
 	if cfg.out != "" {
 		return os.WriteFile(cfg.out, []byte(md.String()), 0o644)
@@ -185,9 +217,38 @@ func scaleMain(args []string) error {
 	return nil
 }
 
+// medianPhase is each figure's median over the rounds (the index breakdown is the first
+// round's).
+func medianPhase(ps []phase) phase {
+	f := func(get func(phase) float64) float64 {
+		v := make([]float64, len(ps))
+		for i, p := range ps {
+			v[i] = get(p)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	d := func(get func(phase) time.Duration) time.Duration {
+		return time.Duration(f(func(p phase) float64 { return float64(get(p)) }))
+	}
+	return phase{
+		enqueueRate:     f(func(p phase) float64 { return p.enqueueRate }),
+		claimRate:       f(func(p phase) float64 { return p.claimRate }),
+		claimP50:        d(func(p phase) time.Duration { return p.claimP50 }),
+		claimP99:        d(func(p phase) time.Duration { return p.claimP99 }),
+		timerP50:        d(func(p phase) time.Duration { return p.timerP50 }),
+		timerP99:        d(func(p phase) time.Duration { return p.timerP99 }),
+		publishP99:      d(func(p phase) time.Duration { return p.publishP99 }),
+		fireRate:        f(func(p phase) float64 { return p.fireRate }),
+		fireP99:         d(func(p phase) time.Duration { return p.fireP99 }),
+		idxReadPerClaim: f(func(p phase) float64 { return p.idxReadPerClaim }),
+		perIndex:        ps[0].perIndex,
+	}
+}
+
 func (p phase) String() string {
-	return fmt.Sprintf("enqueue %.0f/s, claim %.0f/s, claim p50 %s p99 %s, %.1f index entries/claimed run (%s), timer poll p99 %s, publish p99 %s",
-		p.enqueueRate, p.claimRate, ms(p.claimP50), ms(p.claimP99), p.idxReadPerClaim, p.perIndex, ms(p.timerP99), ms(p.publishP99))
+	return fmt.Sprintf("enqueue %.0f/s, claim %.0f/s, claim p50 %s p99 %s, %.1f index entries/claimed run (%s), timer poll p50 %s p99 %s, publish p99 %s, fired %.0f timers/s, fire p99 %s",
+		p.enqueueRate, p.claimRate, ms(p.claimP50), ms(p.claimP99), p.idxReadPerClaim, p.perIndex, ms(p.timerP50), ms(p.timerP99), ms(p.publishP99), p.fireRate, ms(p.fireP99))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
@@ -240,7 +301,6 @@ func freshPhase(ctx context.Context, st store.Store, pool *pgxpool.Pool, prefix 
 	if err := eng.Start(ctx); err != nil {
 		return p, err
 	}
-	defer eng.Stop(context.Background())
 	if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
 		return p, err
 	}
@@ -329,7 +389,7 @@ func freshPhase(ctx context.Context, st store.Store, pool *pgxpool.Pool, prefix 
 		}
 		lat = append(lat, time.Since(s))
 	}
-	p.timerP99 = pct(lat, 0.99)
+	p.timerP50, p.timerP99 = pct(lat, 0.50), pct(lat, 0.99)
 	lat = lat[:0]
 	payload, _ := jobs.Encode(map[string]string{"order": "nobody"})
 	for range 200 {
@@ -341,7 +401,48 @@ func freshPhase(ctx context.Context, st store.Store, pool *pgxpool.Pool, prefix 
 	}
 	p.publishP99 = pct(lat, 0.99)
 
+	// Due timers among the suspended runs' far ones: delayed runs written by an engine that is
+	// not started (so nothing fires them but the calls timed here), fired 100 a call.
+	if err := eng.Stop(ctx); err != nil {
+		return p, err
+	}
+	side, err := engine.New(engine.Config{Store: st, AllowUndeclared: true, Logger: quietLog()})
+	if err != nil {
+		return p, err
+	}
+	const lead = 2 * time.Second
+	due := cfg.fresh / 4
+	reqs := make([]jobs.EnqueueRequest, due)
+	for i := range reqs {
+		if reqs[i], err = scaleNoop.Request(fmt.Sprintf("%sd%08d", prefix, i)); err != nil {
+			return p, err
+		}
+		reqs[i].Delay = lead
+	}
+	if _, err := side.EnqueueMany(ctx, reqs); err != nil {
+		return p, err
+	}
+	time.Sleep(lead + 100*time.Millisecond)
+	lat = lat[:0]
+	fired := 0
+	t0 = time.Now()
+	for fired < due {
+		s := time.Now()
+		woken, err := st.TimerFire(ctx, time.Now(), 100)
+		if err != nil {
+			return p, err
+		}
+		lat = append(lat, time.Since(s))
+		if len(woken) == 0 {
+			return p, fmt.Errorf("TimerFire fired %d of %d due timers, then none", fired, due)
+		}
+		fired += len(woken)
+	}
+	p.fireRate = float64(fired) / time.Since(t0).Seconds()
+	p.fireP99 = pct(lat, 0.99)
+
 	if _, err := pool.Exec(ctx, `DELETE FROM jobs.history WHERE run_id IN (SELECT id FROM jobs.runs WHERE job = 'scale_noop');
+DELETE FROM jobs.timers WHERE run_id IN (SELECT id FROM jobs.runs WHERE job = 'scale_noop');
 DELETE FROM jobs.runs WHERE job = 'scale_noop'; DELETE FROM jobs.events`); err != nil {
 		return p, err
 	}
@@ -522,20 +623,42 @@ WHERE table_schema = 'jobs' AND table_name = $1 AND is_generated = 'NEVER' ORDER
 
 func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// explainClaim shows the plans of the statements that could scan suspended runs: the claim's
-// lane probe (through the store's own claim, captured with auto_explain would need superuser
-// settings; the statement shape here is the index the claim reads) and the timer poll.
+// explainClaim shows the plans, with the suspended runs loaded, of the statements that could
+// scan them, in the shapes the Postgres store sends: the fair claim's lane probe (one a tenant)
+// and its read of a lane's heads, and the first statement of TimerFire. (The store's rendered
+// statements are internal to it; these are their WHERE and ORDER BY, which decide the plan.)
 func explainClaim(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	// The store's statements are prepared, with parameters: after five executions Postgres may
+	// keep a generic plan, made without the parameters' values. Show that plan, which is the
+	// one a long-running engine ends up with.
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		return "", err
+	}
+	defer conn.Exec(ctx, "RESET plan_cache_mode")
 	var b strings.Builder
-	for _, q := range []string{
-		`SELECT id FROM jobs.runs WHERE state = 'ready' AND queue = 'default' ORDER BY jobs.claim_at(ready_at, priority), id LIMIT 16`,
-		`SELECT run_id, key FROM jobs.timers WHERE due_at <= now() ORDER BY due_at LIMIT 100`,
+	for _, q := range []struct {
+		sql, args string
+	}{
+		{`SELECT r.tenant FROM jobs.runs r WHERE r.state = 'ready' AND r.queue = $1 ORDER BY r.tenant, jobs.claim_at(r.ready_at, r.priority) LIMIT 1`,
+			`('default')`},
+		{`SELECT r.id FROM jobs.runs r WHERE r.state = 'ready' AND r.queue = $1 AND r.tenant = $2 AND (r.worker_id = '' OR r.worker_id = $3 OR r.ready_at <= $4) ORDER BY jobs.claim_at(r.ready_at, r.priority), r.id LIMIT $5 FOR UPDATE SKIP LOCKED`,
+			`('default', '', 'w', now(), 16)`},
+		{`SELECT id FROM jobs.runs WHERE id IN (SELECT run_id FROM jobs.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2) ORDER BY id FOR UPDATE SKIP LOCKED`,
+			`(now(), 100)`},
 	} {
-		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) "+q)
+		if _, err := conn.Exec(ctx, "PREPARE scale_q AS "+q.sql); err != nil {
+			return "", err
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE scale_q "+q.args)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(q + "\n")
+		b.WriteString(q.sql + "\n")
 		for rows.Next() {
 			var line string
 			if err := rows.Scan(&line); err != nil {
@@ -543,7 +666,11 @@ func explainClaim(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 			}
 			b.WriteString("  " + line + "\n")
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
+			return "", err
+		}
+		if _, err := conn.Exec(ctx, "DEALLOCATE scale_q"); err != nil {
 			return "", err
 		}
 	}
