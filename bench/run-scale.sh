@@ -18,6 +18,6 @@ echo "bench/run-scale.sh: building" >&2
 (cd "$ROOT" && go build -o "$BENCH_DIR/bin/engine" ./cmd/engine)
 mkdir -p "$BENCH_DIR/out"
 "$BENCH_DIR/bin/bench" scale -suspended "${BENCH_SCALE_SUSPENDED:-1000000}" -fresh "${BENCH_SCALE_FRESH:-20000}" \
-  -parked "${BENCH_SCALE_PARKED:-5000}" -out "$BENCH_DIR/out/scale.md"
+  -parked "${BENCH_SCALE_PARKED:-5000}" -rounds "${BENCH_SCALE_ROUNDS:-3}" -out "$BENCH_DIR/out/scale.md"
 "$BENCH_DIR/bin/bench" multi -engine "$BENCH_DIR/bin/engine" -runs "${BENCH_MULTI_RUNS:-2000}" \
   -rounds "${BENCH_MULTI_ROUNDS:-2}" -out "$BENCH_DIR/out/multi.md"

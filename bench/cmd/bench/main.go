@@ -87,7 +87,7 @@ var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, syste
 	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
 	systems.ScenarioRelay, systems.ScenarioFairness,
-	"scale"} // section 10: run.sh runs `bench scale` after the harness and appends its report
+	"scale"} // section 11: run.sh runs `bench scale` after the harness and appends its report
 
 func (c config) runs(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
