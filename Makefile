@@ -4,7 +4,7 @@
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: test test-short test-browser bench build vet engine worker chaos
+.PHONY: test test-short test-browser bench bench-scale build vet engine worker chaos
 
 test:
 	$(GO) vet ./...
@@ -23,6 +23,12 @@ test-browser:
 # Benchmarks against the machine's commit ceiling and peers; writes BENCHMARKS.md.
 bench:
 	scripts/with-postgres.sh bench/run.sh
+
+# Scale: a million suspended runs, and two engine processes on one Postgres (about 15 minutes on
+# 2 cores); writes bench/out/scale.md and bench/out/multi.md. `make bench` runs the first at
+# 100,000 suspended runs.
+bench-scale:
+	scripts/with-postgres.sh bench/run-scale.sh
 
 # The long chaos run (minutes per store, SQLite and Postgres on a throwaway cluster the harness
 # starts and crashes once); writes CHAOS.md. `make test` includes a short SQLite run.

@@ -81,39 +81,17 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 				p.Run.ID, p.Run.State)
 		}
 	}
-	b := t.batch()
-	b.Queue(sqlBulkStage)
-	if err := t.send(ctx, b); err != nil {
+	// The common batch (no key held by a live run) is streamed straight into runs; only a
+	// batch that meets a held key pays for the staging table and its ON CONFLICT.
+	inserted, err := s.copyRuns(ctx, t, ps)
+	if err != nil {
 		return nil, nil, err
 	}
-	rows := make([][]any, len(ps))
-	for i, p := range ps {
-		r := p.Run
-		rows[i] = []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy, r.Input,
-			string(r.State), int32(r.Attempt), ts(r.ReadyAt), r.CreatedAt, r.TraceParent, r.TraceState,
-			int32(r.Priority), int32(i)}
-	}
-	if err := t.copyFrom(ctx, pgx.Identifier{"pg_temp", "jobs_bulk_runs"}, bulkStageColumns, rows); err != nil {
-		return nil, nil, err
-	}
-	inserted := make(map[string]bool, len(ps))
-	b = t.batch()
-	b.Queue(s.render(sqlBulkInsert)).Query(func(rs pgx.Rows) error {
-		for rs.Next() {
-			var id string
-			if err := rs.Scan(&id); err != nil {
-				return err
-			}
-			inserted[id] = true
+	fast := inserted != nil
+	if !fast {
+		if inserted, err = s.stageRuns(ctx, t, ps); err != nil {
+			return nil, nil, err
 		}
-		return rs.Err()
-	})
-	b.Queue(sqlBulkUnstage)
-	if err := t.send(ctx, b); err != nil {
-		if isUniqueViolation(err, "runs_pkey") {
-			return nil, nil, jobs.Wrap(jobs.CodeInvariant, err, "postgres bulk run create: a run id is taken")
-		}
-		return nil, nil, err
 	}
 
 	out := make([]store.CreateRunResult, len(ps))
@@ -166,7 +144,52 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 	} else {
 		tail = t.batch()
 	}
+	if fast {
+		tail.Queue(sqlBulkRelease)
+	}
 	timers.queue(s, tail)
 	s.notifyReady(tail, ready)
 	return out, tail, nil
+}
+
+// stageRuns is the slow path of a bulk create: COPY into a temporary staging table, then one
+// INSERT … SELECT … ON CONFLICT DO NOTHING into runs, which leaves out the rows whose key a live
+// run holds. It returns the ids it inserted.
+func (s *Store) stageRuns(ctx context.Context, t *txn, ps []store.CreateRunParams) (map[string]bool, error) {
+	b := t.batch()
+	b.Queue(sqlBulkStage)
+	if err := t.send(ctx, b); err != nil {
+		return nil, err
+	}
+	rows := make([][]any, len(ps))
+	for i, p := range ps {
+		r := p.Run
+		rows[i] = []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy, r.Input,
+			string(r.State), int32(r.Attempt), ts(r.ReadyAt), r.CreatedAt, r.TraceParent, r.TraceState,
+			int32(r.Priority), int32(i)}
+	}
+	if err := t.copyFrom(ctx, pgx.Identifier{"pg_temp", "jobs_bulk_runs"}, bulkStageColumns, rows); err != nil {
+		return nil, err
+	}
+	inserted := make(map[string]bool, len(ps))
+	b = t.batch()
+	b.Queue(s.render(sqlBulkInsert)).Query(func(rs pgx.Rows) error {
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				return err
+			}
+			inserted[id] = true
+		}
+		return rs.Err()
+	})
+	b.Queue(sqlBulkUnstage)
+	if err := t.send(ctx, b); err != nil {
+		if isUniqueViolation(err, "runs_pkey") {
+			return nil, jobs.Wrap(jobs.CodeInvariant, err, "postgres bulk run create: a run id is taken")
+		}
+		return nil, err
+	}
+
+	return inserted, nil
 }

@@ -321,10 +321,14 @@ ORDER BY seq
 LIMIT $3`,
 
 	// TimerFire, step 1: lock the runs of the earliest due timers, passing over runs another
-	// transaction holds (another timer service firing them, a worker's write in flight).
+	// transaction holds (another timer service firing them, a worker's write in flight). The due
+	// ids are collected into an array first (= ANY(ARRAY(…)), an InitPlan) so that the runs are
+	// read by primary key whatever the planner guesses: as IN (…), the generic plan of this
+	// prepared statement cannot see LIMIT $2 and may hash-join against a scan of every run, a
+	// million suspended ones included.
 	stmtTimersDueRuns: `
 SELECT {RUN} FROM {S}.runs
-WHERE id IN (SELECT run_id FROM {S}.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2)
+WHERE id = ANY(ARRAY(SELECT run_id FROM {S}.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2))
 ORDER BY id
 FOR UPDATE SKIP LOCKED`,
 

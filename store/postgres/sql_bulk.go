@@ -27,7 +27,19 @@ RETURNING id`
 	// sqlBulkUnstage drops the staging table at once, so a second bulk create in the same
 	// (caller's) transaction can create it again.
 	sqlBulkUnstage = `DROP TABLE pg_temp.jobs_bulk_runs`
+
+	// The savepoint the fast path (bulk_copy.go) streams runs under: rolled back when the COPY
+	// meets a held key, released once the history is written.
+	sqlBulkSavepoint = `SAVEPOINT jobs_bulk`
+	sqlBulkRollback  = `ROLLBACK TO SAVEPOINT jobs_bulk`
+	sqlBulkRelease   = `RELEASE SAVEPOINT jobs_bulk`
 )
+
+// bulkRunColumns are the runs columns the fast path's COPY writes; the others take their
+// defaults, as a RunCreate insert leaves them.
+var bulkRunColumns = []string{"id", "job", "queue", "key", "tenant", "no_tenant", "enqueued_by",
+	"input", "state", "attempt", "ready_at", "last_seq", "created_at", "updated_at",
+	"trace_parent", "trace_state", "priority"}
 
 // bulkStageColumns are the staging table's columns, in COPY's order.
 var bulkStageColumns = []string{"id", "job", "queue", "key", "tenant", "no_tenant", "enqueued_by",

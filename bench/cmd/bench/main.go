@@ -86,7 +86,8 @@ var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, syste
 	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
 	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
-	systems.ScenarioRelay, systems.ScenarioFairness}
+	systems.ScenarioRelay, systems.ScenarioFairness,
+	"scale"} // section 11: run.sh runs `bench scale` after the harness and appends its report
 
 func (c config) runs(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
@@ -114,6 +115,18 @@ func main() {
 	if len(os.Args) >= 2 && os.Args[1] == systems.RemoteWorkerArg {
 		if err := systems.RemoteWorkerMain(os.Args[2:]); err != nil {
 			log.Fatalf("remote worker: %v", err)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "multi" {
+		if err := systems.MultiMain(os.Args[2:]); err != nil {
+			log.Fatalf("multi: %v", err)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "scale" {
+		if err := scaleMain(os.Args[2:]); err != nil {
+			log.Fatalf("scale: %v", err)
 		}
 		return
 	}

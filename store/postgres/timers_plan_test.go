@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TimerFire's first statement reads the runs of the due timers by primary key even as a generic
+// plan, which knows neither the due time nor the limit: with suspended runs by the thousand
+// (a million in production), a plan that scans runs would read all of them on every fire.
+func TestTimersDueRunsGenericPlanReadsRunsByKey(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	// Suspended runs, each with a timer far in the future, and statistics that know of them.
+	if _, err := s.pool.Exec(ctx, s.render(`
+INSERT INTO {S}.runs (id, job, queue, key, state, created_at, updated_at)
+SELECT 'r' || lpad(g::text, 8, '0'), 'j', 'q', 'k' || g, 'suspended', now(), now() FROM generate_series(1, 20000) g;
+INSERT INTO {S}.timers (run_id, key, due_at)
+SELECT 'r' || lpad(g::text, 8, '0'), 'nap', now() + interval '1 year' FROM generate_series(1, 20000) g;
+ANALYZE {S}.runs, {S}.timers`)); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), "RESET plan_cache_mode")
+	if _, err := conn.Exec(ctx, "PREPARE due_runs AS "+s.q(stmtTimersDueRuns)); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), "DEALLOCATE due_runs")
+	rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE due_runs (now(), 100)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if strings.Contains(text, "Seq Scan on runs") || !strings.Contains(text, "runs_pkey") {
+		t.Fatalf("the generic plan of TimerFire's first statement does not read runs by key:\n%s", text)
+	}
+}
