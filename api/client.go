@@ -32,6 +32,8 @@ type Client struct {
 	token   string
 	http    *http.Client
 	timeout time.Duration
+	// records batches concurrent runs' records (client_records.go); nil sends each alone.
+	records *recordBatcher
 }
 
 var (
@@ -45,6 +47,11 @@ type ClientOption func(*Client)
 // WithHTTPClient sends requests through hc. Optional: default a client whose transport keeps up
 // to 64 idle connections to the engine (a worker's pollers, records and heartbeats run at once).
 func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.http = hc } }
+
+// WithoutRecordBatching sends every record in its own request (POST /v1/worker/record), as
+// engines before POST /v1/worker/records need. Optional: by default the records that queue while
+// a request is in flight go together (client_records.go).
+func WithoutRecordBatching() ClientOption { return func(c *Client) { c.records = nil } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -63,6 +70,7 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine address %q: want http://host:port or https://host:port", baseURL)
 	}
 	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, timeout: 30 * time.Second}
+	c.records = &recordBatcher{c: c}
 	for _, o := range opts {
 		o(c)
 	}
@@ -91,6 +99,14 @@ func (c *Client) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 // X_COMMIT_UNKNOWN, which the worker resends marked as a retry, and the engine settles by
 // reading the history.
 func (c *Client) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if c.records != nil {
+		return c.records.record(ctx, req)
+	}
+	return c.recordOne(ctx, req)
+}
+
+// recordOne sends one record in its own request.
+func (c *Client) recordOne(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
 	var out frontend.RecordResponse
 	err := c.callMsgpack(ctx, "/v1/worker/record", req, &out, c.timeout, jobs.CodeCommitUnknown)
 	return out, err
