@@ -32,7 +32,8 @@ type Client struct {
 	token   string
 	http    *http.Client
 	timeout time.Duration
-	// records batches concurrent runs' records (client_records.go); nil sends each alone.
+	// records batches concurrent runs' records (client_records.go, WithRecordBatching); nil
+	// sends each alone.
 	records *recordBatcher
 }
 
@@ -48,10 +49,11 @@ type ClientOption func(*Client)
 // to 64 idle connections to the engine (a worker's pollers, records and heartbeats run at once).
 func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.http = hc } }
 
-// WithoutRecordBatching sends every record in its own request (POST /v1/worker/record), as
-// engines before POST /v1/worker/records need. Optional: by default the records that queue while
-// a request is in flight go together (client_records.go).
-func WithoutRecordBatching() ClientOption { return func(c *Client) { c.records = nil } }
+// WithRecordBatching sends the records that queue while two record requests are in flight
+// together, in POST /v1/worker/records (client_records.go). Optional, off by default: measured
+// with the engine's group commit on a loaded 2-core machine it cost throughput (see
+// docs/architecture.md, "Throughput on the hot path").
+func WithRecordBatching() ClientOption { return func(c *Client) { c.records = &recordBatcher{c: c} } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -70,7 +72,6 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine address %q: want http://host:port or https://host:port", baseURL)
 	}
 	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, timeout: 30 * time.Second}
-	c.records = &recordBatcher{c: c}
 	for _, o := range opts {
 		o(c)
 	}

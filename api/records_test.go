@@ -56,13 +56,13 @@ var batchedJob = jobs.MustDefine("batched", func(i int) string { return fmt.Spri
 		return sum, nil
 	})
 
-// A remote worker's concurrent runs share record requests: the records that queue while one is
+// With WithRecordBatching, a remote worker's concurrent runs share record requests: the records that queue while one is
 // in flight go together in POST /v1/worker/records, and every run's history is what one record
 // per request would have written.
 func TestRemoteRecordsAreBatched(t *testing.T) {
 	t.Parallel()
 	rt := &slowRecords{next: http.DefaultTransport, reqs: map[string]int{}}
-	b := setup(t, api.Config{}, api.WithHTTPClient(&http.Client{Transport: rt}))
+	b := setup(t, api.Config{}, api.WithHTTPClient(&http.Client{Transport: rt}), api.WithRecordBatching())
 	reg, err := jobs.NewRegistry(batchedJob)
 	if err != nil {
 		t.Fatal(err)
