@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -37,14 +38,32 @@ func Decode(data []byte, v any) error {
 		// Decoding the envelope itself would yield an unreadable value: say which codec to use.
 		return Errorf(CodeEncoding, "decode into %T: the value is %s; open it with that codec first (codec/wrap on the worker or client): this side has no codec for it, or its key does not open it", v, what)
 	}
-	dec := msgpack.NewDecoder(bytes.NewReader(data))
-	dec.SetCustomStructTag("json")
-	dec.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
-	if err := dec.Decode(v); err != nil {
+	b := valueDecoders.Get().(*valueDecoder)
+	b.r.Reset(data)
+	b.dec.Reset(&b.r)
+	b.dec.SetCustomStructTag("json")
+	b.dec.SetMapDecoder(untypedMap)
+	err := b.dec.Decode(v)
+	b.r.Reset(nil) // a pooled decoder keeps no reference to the caller's bytes
+	b.dec.Reset(nil)
+	valueDecoders.Put(b)
+	if err != nil {
 		return Wrap(CodeEncoding, err, "decode into %T", v)
 	}
 	return nil
 }
+
+// valueDecoder is a pooled decoder with its reader: a replayed step decodes its recorded output
+// once per step, and a fresh msgpack decoder (with its buffers) per value was most of a replay's
+// allocations.
+type valueDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var valueDecoders = sync.Pool{New: func() any { return &valueDecoder{dec: msgpack.NewDecoder(nil)} }}
+
+func untypedMap(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() }
 
 // FromJSON converts a JSON document to the msgpack form the engine stores. Integral numbers
 // become integers, so they decode into int fields.

@@ -16,8 +16,12 @@ import (
 // write it idempotent.
 func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
-	var live T
-	ran := false
+	// One variable for what the closure sets, so capturing it costs one allocation, not two: a
+	// replay calls Step once per recorded step.
+	var got struct {
+		live T
+		ran  bool
+	}
 	out, err := c.rt.Step(c, name, func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)
 		if err != nil {
@@ -27,16 +31,16 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 		if err != nil {
 			return nil, err
 		}
-		live, ran = v, true
+		got.live, got.ran = v, true
 		return enc, nil
 	})
 	if err != nil {
 		return zero, err
 	}
-	if ran {
+	if got.ran {
 		// The value fn returned, not its decoded copy: identical for data, and it keeps
 		// whatever msgpack cannot carry for the rest of this execution.
-		return live, nil
+		return got.live, nil
 	}
 	var v T
 	if err := Decode(out, &v); err != nil {

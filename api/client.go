@@ -32,6 +32,9 @@ type Client struct {
 	token   string
 	http    *http.Client
 	timeout time.Duration
+	// records batches concurrent runs' records (client_records.go, WithRecordBatching); nil
+	// sends each alone.
+	records *recordBatcher
 }
 
 var (
@@ -45,6 +48,12 @@ type ClientOption func(*Client)
 // WithHTTPClient sends requests through hc. Optional: default a client whose transport keeps up
 // to 64 idle connections to the engine (a worker's pollers, records and heartbeats run at once).
 func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.http = hc } }
+
+// WithRecordBatching sends the records that queue while two record requests are in flight
+// together, in POST /v1/worker/records (client_records.go). Optional, off by default: measured
+// with the engine's group commit on a loaded 2-core machine it cost throughput (see
+// docs/architecture.md, "Throughput on the hot path").
+func WithRecordBatching() ClientOption { return func(c *Client) { c.records = &recordBatcher{c: c} } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -91,6 +100,14 @@ func (c *Client) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 // X_COMMIT_UNKNOWN, which the worker resends marked as a retry, and the engine settles by
 // reading the history.
 func (c *Client) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if c.records != nil {
+		return c.records.record(ctx, req)
+	}
+	return c.recordOne(ctx, req)
+}
+
+// recordOne sends one record in its own request.
+func (c *Client) recordOne(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
 	var out frontend.RecordResponse
 	err := c.callMsgpack(ctx, "/v1/worker/record", req, &out, c.timeout, jobs.CodeCommitUnknown)
 	return out, err

@@ -198,6 +198,7 @@ func (s *Server) routes() http.Handler {
 	// The worker protocol.
 	mux.Handle("POST /v1/worker/poll", s.serve(s.poll))
 	mux.Handle("POST /v1/worker/record", s.serve(s.record))
+	mux.Handle("POST /v1/worker/records", s.serve(s.records))
 	mux.Handle("POST /v1/worker/heartbeat", s.serve(s.heartbeat))
 	mux.Handle("POST /v1/worker/history", s.serve(s.workerHistory))
 	mux.Handle("POST /v1/worker/start", s.serve(s.workerStart))
@@ -482,24 +483,8 @@ func wantsMsgpack(r *http.Request) bool {
 
 // writeError answers a refusal with its code, its message and the status of the table.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *jobs.Error
-	if !errors.As(err, &e) {
-		switch {
-		case r.Context().Err() != nil:
-			// The client left (or cancelled the long-poll): nobody reads this answer.
-			s.log.Debug("jobs.api.client-gone", "method", r.Method, "path", r.URL.Path, "err", err)
-			e = jobs.Wrap(jobs.CodeDraining, err, "the request was cancelled")
-		case errors.Is(err, context.DeadlineExceeded):
-			e = jobs.Wrap(jobs.CodeStoreUnavailable, err, "the store did not answer in time")
-		default:
-			s.log.Error("jobs.api.internal", "method", r.Method, "path", r.URL.Path, "err", err)
-			e = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
-		}
-	}
+	e := s.refusalOf(r, err)
 	status := StatusOf(e.Code)
-	if status >= 500 && e.Code != jobs.CodeInternal {
-		s.log.Warn("jobs.api.unavailable", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Message)
-	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterHeader(e.RetryAfter))
 	}
@@ -514,6 +499,29 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeJSON(w, status, ErrorBody{Error: out})
+}
+
+// refusalOf is the *jobs.Error a caller gets for err (logged when it is the engine's fault): a
+// whole answer's, or one record's in a batch (records.go).
+func (s *Server) refusalOf(r *http.Request, err error) *jobs.Error {
+	var e *jobs.Error
+	if !errors.As(err, &e) {
+		switch {
+		case r.Context().Err() != nil:
+			// The client left (or cancelled the long-poll): nobody reads this answer.
+			s.log.Debug("jobs.api.client-gone", "method", r.Method, "path", r.URL.Path, "err", err)
+			e = jobs.Wrap(jobs.CodeDraining, err, "the request was cancelled")
+		case errors.Is(err, context.DeadlineExceeded):
+			e = jobs.Wrap(jobs.CodeStoreUnavailable, err, "the store did not answer in time")
+		default:
+			s.log.Error("jobs.api.internal", "method", r.Method, "path", r.URL.Path, "err", err)
+			e = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
+		}
+	}
+	if status := StatusOf(e.Code); status >= 500 && e.Code != jobs.CodeInternal {
+		s.log.Warn("jobs.api.unavailable", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Message)
+	}
+	return e
 }
 
 // healthz answers while the process runs: it is the liveness probe, so it checks nothing else.

@@ -124,6 +124,19 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) error {
 	if err := readMsgpack(r, &req); err != nil {
 		return err
 	}
+	if err := checkRecord(&req); err != nil {
+		return err
+	}
+	resp, err := s.eng.Record(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeMsgpack(w, resp)
+}
+
+// checkRecord refuses a record whose text the engine could not store, and cleans the free text
+// that job code produced; the engine checks the rest.
+func checkRecord(req *frontend.RecordRequest) error {
 	if req.RunID == "" {
 		return jobs.Errorf(jobs.CodeBadRequest, "record names no run")
 	}
@@ -155,11 +168,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) error {
 		// never refused, or the failure it reports would be lost.
 		c.Code, c.Error, c.Step, c.Stop = cleanText(c.Code), cleanText(c.Error), cleanText(c.Step), cleanText(c.Stop)
 	}
-	resp, err := s.eng.Record(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	return writeMsgpack(w, resp)
+	return nil
 }
 
 // heartbeat renews a worker's leases.

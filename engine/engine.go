@@ -52,6 +52,9 @@ type Config struct {
 	Committers int
 	// MaxBatch bounds the mutations of one group commit. Defaults to 512.
 	MaxBatch int
+	// OverlapAt lets a second group commit start while one is in flight, once this many records
+	// wait for it (overlap.go). Defaults to 16; negative turns it off. Used when Committers is 1.
+	OverlapAt int
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
@@ -155,6 +158,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Committers <= 0 {
 		cfg.Committers = 1
 	}
+	if cfg.OverlapAt == 0 {
+		cfg.OverlapAt = 16
+	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
 	}
@@ -200,6 +206,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
+			if e.cfg.OverlapAt > 0 && e.cfg.Committers == 1 {
+				e.overlapLoop(runCtx)
+				return
+			}
 			e.commitLoop(runCtx)
 		}()
 	}

@@ -274,7 +274,7 @@ func (e Event) Decode() (Payload, error) {
 
 func decodeAs[T Payload](data []byte) (Payload, error) {
 	var v T
-	err := msgpack.Unmarshal(data, &v)
+	err := unmarshal(data, &v)
 	return v, err
 }
 

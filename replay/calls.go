@@ -73,12 +73,26 @@ type calls struct {
 }
 
 func (cs *calls) apply(events []history.Event) error {
+	if cs.list == nil && len(events) > 1 {
+		// A first fold of a long history: most events are calls, so size the list once rather
+		// than growing (and copying) it log2(n) times.
+		cs.list = make([]call, 0, len(events)-1)
+	}
 	for _, e := range events {
 		if e.Seq <= cs.lastSeq {
 			continue // already folded (a response and a re-read can overlap)
 		}
 		cs.lastSeq = e.Seq
 		if !hasCall(e.Kind) {
+			continue
+		}
+		if e.Kind == history.KindStepCompleted {
+			// The common event by far, folded without boxing its payload.
+			v, err := e.StepCompleted()
+			if err != nil {
+				return err
+			}
+			cs.step(e.Seq, v)
 			continue
 		}
 		p, err := e.Decode()
@@ -90,15 +104,7 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.started = &v
 			cs.input = v.Input
 		case history.StepCompleted:
-			c := call{kind: kindStep, name: v.StepName, seq: e.Seq, output: v.Output, state: done}
-			if v.Parallel {
-				if cs.futures == nil {
-					cs.futures = map[string]call{}
-				}
-				cs.futures[v.StepName] = c
-				continue
-			}
-			cs.list = append(cs.list, c)
+			cs.step(e.Seq, v)
 		case history.TimerStarted:
 			cs.list = append(cs.list, call{kind: kindSleep, name: v.TimerName, seq: e.Seq})
 		case history.TimerFired:
@@ -142,6 +148,19 @@ func (cs *calls) apply(events []history.Event) error {
 		}
 	}
 	return nil
+}
+
+// step folds a recorded step: in order, or by name when it ran in parallel.
+func (cs *calls) step(seq int64, v history.StepCompleted) {
+	c := call{kind: kindStep, name: v.StepName, seq: seq, output: v.Output, state: done}
+	if v.Parallel {
+		if cs.futures == nil {
+			cs.futures = map[string]call{}
+		}
+		cs.futures[v.StepName] = c
+		return
+	}
+	cs.list = append(cs.list, c)
 }
 
 // settle marks the newest pending call of that kind and name.

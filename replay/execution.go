@@ -142,6 +142,11 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	if err := e.cs.apply(events); err != nil {
 		return nil, nil, err
 	}
+	if n := len(e.cs.list) + len(e.cs.futures); n > 8 {
+		// Every recorded call's name is checked for uniqueness as the body replays it: size the
+		// set once for a long history rather than rehashing it as it grows.
+		e.names = make(map[string]bool, n)
+	}
 	if e.cs.started == nil {
 		return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: history has no RunStarted event", cfg.Info.RunID)
 	}

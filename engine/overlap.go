@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/ultimat3/jobs"
+)
+
+// overlapLoop is the committer when Config.OverlapAt is set: one group commit in flight as a
+// rule, and a second one only once the next batch is full.
+//
+// With a single commit in flight, the records that arrive during its round trip and fsync wait
+// for it to finish before theirs can start, so each commit's latency is paid twice by the runs
+// that just missed it. Starting the next commit at once (several committers) halves that wait
+// but shrinks every batch, which costs the database more per step. Waiting until OverlapAt
+// records are queued keeps batches large and still starts a second fsync while the first is in
+// flight when the load is there to fill it; at low load it behaves like the single committer.
+// The store already admits two commits at once (Committers > 1 does that); two records of one
+// run are never in the same pair of batches out of order, because a run's next record waits
+// for its previous one's answer.
+func (e *Engine) overlapLoop(ctx context.Context) {
+	const maxInFlight = 2
+	finished := make(chan struct{}, maxInFlight)
+	inFlight := 0
+	wait := func() { <-finished; inFlight-- }
+	for {
+		if inFlight == maxInFlight {
+			wait()
+		}
+		var first *commitReq
+		for first == nil {
+			select {
+			case r := <-e.commits:
+				first = r
+			case <-finished:
+				inFlight--
+			case <-ctx.Done():
+				for inFlight > 0 {
+					wait()
+				}
+				// Drain what was queued before the stop, so no caller waits forever.
+				for {
+					select {
+					case r := <-e.commits:
+						r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+					default:
+						return
+					}
+				}
+			}
+		}
+		batch := make([]*commitReq, 1, e.cfg.MaxBatch)
+		batch[0] = first
+		// A commit is in flight: gather until it finishes (then this batch goes, as with one
+		// committer) or until the batch is full enough to be worth a second fsync in parallel.
+	gather:
+		for inFlight > 0 && len(batch) < e.cfg.OverlapAt {
+			select {
+			case r := <-e.commits:
+				batch = append(batch, r)
+			case <-finished:
+				inFlight--
+				break gather
+			}
+		}
+	fill:
+		for len(batch) < e.cfg.MaxBatch {
+			select {
+			case r := <-e.commits:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		inFlight++
+		go func() {
+			e.commit(context.WithoutCancel(ctx), batch)
+			finished <- struct{}{}
+		}()
+	}
+}

@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
+)
+
+// heldApplies is a store whose group commits (RunApply) wait, once armed, until released: a
+// test sees how many are in flight at once.
+type heldApplies struct {
+	store.Store
+	armed   atomic.Bool
+	entered chan int // the batch size of each RunApply that started
+	release chan struct{}
+}
+
+func (h *heldApplies) RunApply(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
+	if h.armed.Load() {
+		h.entered <- len(ms)
+		<-h.release
+	}
+	return h.Store.RunApply(ctx, ms)
+}
+
+var overlapJob = jobs.MustDefine("overlap", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
+	func(*jobs.Ctx, int) (int, error) { return 0, nil })
+
+// With one group commit in flight, a second starts only once OverlapAt records wait for it: a
+// lone record waits for the commit in flight (batches stay large), a full batch does not.
+func TestGroupCommitOverlapsWhenFull(t *testing.T) {
+	t.Parallel()
+	st := &heldApplies{Store: memory.New(), entered: make(chan int, 16), release: make(chan struct{})}
+	eng, err := engine.New(engine.Config{Store: st, Logger: testenv.Logger(), AllowUndeclared: true, OverlapAt: 3,
+		PollFallback: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = eng.Stop(stop)
+	})
+	testenv.Declare(t, eng, "w1", overlapJob)
+	const runs = 5
+	for i := 0; i < runs; i++ {
+		if _, err := overlapJob.Enqueue(ctx, eng, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tasks []frontend.Task
+	for len(tasks) < runs {
+		got, err := eng.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{jobs.DefaultQueue}, Max: runs, Wait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, got...)
+	}
+	out, _ := jobs.Encode(1)
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	record := func(task frontend.Task) {
+		defer wg.Done()
+		_, err := eng.Record(ctx, frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, AfterSeq: task.LastSeq,
+			WorkerID: "w1", LeaseToken: task.LeaseToken, Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s", Output: out}}})
+		errs <- err
+	}
+	st.armed.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(st.release)
+		}
+	}()
+	wg.Add(1)
+	go record(tasks[0])
+	if n := <-st.entered; n != 1 {
+		t.Fatalf("the first commit carries %d records, want 1", n)
+	}
+	// Two more: fewer than OverlapAt wait, so they stay queued behind the commit in flight.
+	wg.Add(2)
+	go record(tasks[1])
+	go record(tasks[2])
+	select {
+	case n := <-st.entered:
+		t.Fatalf("a second commit of %d records started with fewer than OverlapAt waiting", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+	// A third fills the batch: it goes while the first is still in flight.
+	wg.Add(1)
+	go record(tasks[3])
+	select {
+	case n := <-st.entered:
+		if n != 3 {
+			t.Fatalf("the overlapping commit carries %d records, want the 3 waiting", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("three records waited behind a commit in flight and no second commit started")
+	}
+	// With two in flight, the next record waits for one to finish.
+	wg.Add(1)
+	go record(tasks[4])
+	released = true
+	close(st.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range tasks {
+		run, err := st.RunGet(ctx, task.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.LastSeq != task.LastSeq+1 {
+			t.Errorf("run %s: last seq %d, want %d (its step recorded once)", task.RunID, run.LastSeq, task.LastSeq+1)
+		}
+	}
+}
