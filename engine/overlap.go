@@ -63,15 +63,7 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 				break gather
 			}
 		}
-	fill:
-		for len(batch) < e.cfg.MaxBatch {
-			select {
-			case r := <-e.commits:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+		batch = e.fillBatch(batch)
 		inFlight++
 		go func() {
 			e.commit(context.WithoutCancel(ctx), batch)

@@ -248,17 +248,22 @@ func (e *Engine) commitLoop(ctx context.Context) {
 				}
 			}
 		}
-	fill:
-		for len(batch) < e.cfg.MaxBatch {
-			select {
-			case r := <-e.commits:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		e.commit(context.WithoutCancel(ctx), batch)
+		e.commit(context.WithoutCancel(ctx), e.fillBatch(batch))
 	}
+}
+
+// fillBatch adds to batch what is already queued, without waiting, up to MaxBatch: a batch
+// takes every record that arrived while the previous commit ran.
+func (e *Engine) fillBatch(batch []*commitReq) []*commitReq {
+	for len(batch) < e.cfg.MaxBatch {
+		select {
+		case r := <-e.commits:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
