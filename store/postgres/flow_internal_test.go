@@ -47,16 +47,37 @@ func TestFairClaimPlanOnABacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// As the store sends it (its settings make it a generic plan), and as an explicitly prepared
+	// statement's generic plan, planned before any parameter value is known.
+	checkClaimPlan(t, s, "EXPLAIN (ANALYZE, BUFFERS) "+s.render(sqlClaimFair), []string{"imports"},
+		"w", base, 10, base.Add(time.Hour), base, []string{"acme"}, []bool{true})
+	checkClaimPlan(t, s, "PREPARE fair_claim(text[], text, timestamptz, integer, timestamptz, timestamptz, text[], boolean[]) AS "+
+		s.render(sqlClaimFair))
+}
+
+// checkClaimPlan runs query (a PREPARE of the fair claim, or an EXPLAIN of it) in a transaction
+// under the fair claim's settings and checks the plan of its claim: index probes only, every
+// node handling a handful of rows, claim_at inlined, and the lane heads read from the walk's
+// entry on. It rolls back.
+func checkClaimPlan(t *testing.T, s *Store, query string, args ...any) {
+	t.Helper()
+	ctx := t.Context()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SET LOCAL jit = off"); err != nil {
+	if _, err := tx.Exec(ctx, sqlClaimFairSettings); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s.render(sqlClaimFair), []string{"imports"},
-		"w", base, 10, base.Add(time.Hour), base, []string{"acme"}, []bool{true})
+	if strings.HasPrefix(query, "PREPARE") {
+		if _, err := tx.Exec(ctx, query); err != nil {
+			t.Fatal(err)
+		}
+		query = `EXPLAIN (ANALYZE, BUFFERS) EXECUTE fair_claim('{imports}', 'w', '2026-01-01T00:00:00Z', 10,
+			'2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z', '{acme}', '{true}')`
+	}
+	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +94,15 @@ func TestFairClaimPlanOnABacklog(t *testing.T) {
 	}
 	text := strings.Join(plan, "\n")
 	t.Logf("plan:\n%s", text)
-	if strings.Contains(text, "Seq Scan on runs") || !strings.Contains(text, "runs_lanes") {
+	if strings.Contains(text, "Seq Scan on runs") || strings.Contains(text, "Bitmap") ||
+		!strings.Contains(text, "runs_lanes") {
 		t.Errorf("the fair claim scans the backlog or misses runs_lanes:\n%s", text)
+	}
+	if strings.Contains(text, "claim_at(") {
+		t.Errorf("claim_at is called, not inlined:\n%s", text)
+	}
+	if !strings.Contains(text, "ROW(") {
+		t.Errorf("the lane heads are not read from the walk's entry on (no row comparison in an index condition):\n%s", text)
 	}
 	// Every node of the plan handles a handful of rows: none reads the backlog.
 	for _, line := range plan {

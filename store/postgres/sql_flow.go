@@ -1,5 +1,10 @@
 package postgres
 
+// sqlClaimFairSettings is the fair claim's transaction's settings (flow.go says why).
+const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+	set_config('jit', 'off', true)`
+
 // The fair claim (flow.go), in one statement. $1 queues, $2 worker, $3 sticky-before, $4 limit,
 // $5 lease until, $6 now, $7 each queue's rotation cursor, $8 whether it has one.
 //
@@ -7,37 +12,50 @@ package postgres
 // loose index scan: Postgres has no skip scan of its own): the tenants after the cursor, then,
 // wrapped around, those from the first up to it; at most $4 of each. Each probe has a bound the
 // index can seek to and orders by the index's own columns, so it reads one entry; the wrapped
-// walk stops past the cursor rather than filtering (a filter would read a whole lane to reject). kept keeps the first $4 lanes of each queue.
-// heads reads each kept lane's first claimable runs in claim order under SKIP LOCKED, like the
-// plain claim, at most ceil($4/lanes) a lane; picked ranks them within their lane and keeps the
-// first $4 by (rank, the lane's place, claim time, id). The cost grows with the limit, not with
-// the backlog nor the number of tenants; the surplus heads locked here are left to other
-// claimers when the statement commits.
+// walk stops past the cursor rather than filtering (a filter would read a whole lane to reject).
+// Each probe keeps the entry it found, the lane's first ready run (at, id). kept keeps the first
+// $4 lanes of each queue. heads reads each kept lane's first claimable runs in claim order under
+// SKIP LOCKED, like the plain claim, at most ceil($4/lanes) a lane, starting at the walk's entry:
+// a seek, where starting at the lane's beginning would step again over every index entry the
+// walk stepped over (while a backlog drains, its lane's beginning is thousands of entries of runs
+// already claimed, dead until vacuum, and the walk has just read past them). picked ranks them
+// within their lane and keeps the first $4 by (rank, the lane's place, claim time, id). The cost
+// grows with the limit, not with the backlog nor the number of tenants; the surplus heads locked
+// here are left to other claimers when the statement commits.
+//
+// The statement runs under a generic plan (flow.go); the UPDATE takes its rows through
+// id = ANY (ARRAY(…)) because a join to picked, planned without $4's value, is a hash join over
+// the whole table.
 const sqlClaimFair = `
 WITH RECURSIVE params AS (
 	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
 ),
 walk AS (
-	SELECT p.queue, p.cursor, false AS wrapped, 1 AS n, (SELECT r.tenant FROM {S}.runs r
+	SELECT p.queue, p.cursor, false AS wrapped, 1 AS n, f.tenant, f.at, f.id
+	FROM params p CROSS JOIN LATERAL (
+		SELECT r.tenant, {S}.claim_at(r.ready_at, r.priority) AS at, r.id FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = p.queue AND r.tenant > p.cursor
-		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1) AS tenant
-	FROM params p WHERE p.has
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority), r.id LIMIT 1) f
+	WHERE p.has
 	UNION ALL
-	SELECT p.queue, p.cursor, p.has, 1, (SELECT r.tenant FROM {S}.runs r
+	SELECT p.queue, p.cursor, p.has, 1, f.tenant, f.at, f.id
+	FROM params p CROSS JOIN LATERAL (
+		SELECT r.tenant, {S}.claim_at(r.ready_at, r.priority) AS at, r.id FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = p.queue
-		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1)
-	FROM params p
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority), r.id LIMIT 1) f
 	UNION ALL
-	SELECT w.queue, w.cursor, w.wrapped, w.n + 1, (SELECT r.tenant FROM {S}.runs r
+	SELECT w.queue, w.cursor, w.wrapped, w.n + 1, f.tenant, f.at, f.id
+	FROM walk w CROSS JOIN LATERAL (
+		SELECT r.tenant, {S}.claim_at(r.ready_at, r.priority) AS at, r.id FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = w.queue AND r.tenant > w.tenant
-		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority) LIMIT 1)
-	FROM walk w WHERE w.tenant IS NOT NULL AND w.n < $4 AND NOT (w.wrapped AND w.tenant > w.cursor)
+		ORDER BY r.tenant, {S}.claim_at(r.ready_at, r.priority), r.id LIMIT 1) f
+	WHERE w.n < $4 AND NOT (w.wrapped AND w.tenant > w.cursor)
 ),
 kept AS (
-	SELECT k.queue, k.tenant, k.wrapped, count(*) OVER (PARTITION BY k.queue) AS lanes FROM (
-		SELECT w.queue, w.tenant, w.wrapped,
+	SELECT k.queue, k.tenant, k.wrapped, k.at, k.id, count(*) OVER (PARTITION BY k.queue) AS lanes FROM (
+		SELECT w.queue, w.tenant, w.wrapped, w.at, w.id,
 			row_number() OVER (PARTITION BY w.queue ORDER BY w.wrapped, w.tenant) AS place
-		FROM walk w WHERE w.tenant IS NOT NULL AND NOT (w.wrapped AND w.tenant > w.cursor)
+		FROM walk w WHERE NOT (w.wrapped AND w.tenant > w.cursor)
 	) k WHERE k.place <= $4
 ),
 heads AS (
@@ -47,6 +65,7 @@ heads AS (
 	CROSS JOIN LATERAL (
 		SELECT r.id, {S}.claim_at(r.ready_at, r.priority) AS claim_at FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = k.queue AND r.tenant = k.tenant
+			AND ({S}.claim_at(r.ready_at, r.priority), r.id) >= (k.at, k.id)
 			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
 		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
 		LIMIT ($4 + k.lanes - 1) / k.lanes
@@ -60,5 +79,5 @@ picked AS (
 )
 UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
 	updated_at = $6
-FROM picked WHERE r.id = picked.id
+WHERE r.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING {RUN_R}`
