@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,10 @@ func (tr *tracing) await(t *testing.T, name string, n int) []sdktrace.ReadOnlySp
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if got := tr.named(name); len(got) >= n {
+			// In the order they started: spans are recorded as they end, and a claim's span
+			// may end after the next claim's (its worker goroutine finishes the span after the
+			// record that let the next claim happen).
+			slices.SortStableFunc(got, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 			return got
 		}
 		time.Sleep(2 * time.Millisecond)
