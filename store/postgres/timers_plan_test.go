@@ -35,22 +35,10 @@ ANALYZE {S}.runs, {S}.timers`)); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.Background(), "DEALLOCATE due_runs")
-	rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE due_runs (now(), 100)")
+	text, err := planText(ctx, conn, "EXPLAIN (COSTS OFF) EXECUTE due_runs (now(), 100)")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(plan, "\n")
 	if strings.Contains(text, "Seq Scan on runs") || !strings.Contains(text, "runs_pkey") {
 		t.Fatalf("the generic plan of TimerFire's first statement does not read runs by key:\n%s", text)
 	}
