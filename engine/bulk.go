@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/store"
@@ -54,6 +56,7 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 	if len(ps) == 0 {
 		return out, nil
 	}
+	orderIDs(ps)
 	res, err := create(ctx, ps)
 	if err != nil {
 		return nil, err
@@ -79,4 +82,27 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 		e.matching.Wake()
 	}
 	return out, nil
+}
+
+// orderIDs hands the batch's run ids out again so that id order is (job, key) order. Every id
+// of a batch is made at one instant, so which item holds which is free; the store writes a batch
+// in (job, key) order (two batches holding overlapping keys then lock in one order), and with
+// ids in that order too every index of runs and history (the primary keys, the listings' (…, id)
+// entries, the claim's) receives the batch in ascending order: each entry goes to the rightmost
+// leaf, which Postgres reaches without a descent and splits without leaving half-empty pages,
+// instead of landing at random among the batch's other entries.
+func orderIDs(ps []store.CreateRunParams) {
+	ids := make([]string, len(ps))
+	order := make([]int, len(ps))
+	for i := range ps {
+		ids[i], order[i] = ps[i].Run.ID, i
+	}
+	slices.Sort(ids)
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := &ps[a].Run, &ps[b].Run
+		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key))
+	})
+	for j, i := range order {
+		ps[i].Run.ID = ids[j]
+	}
 }

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/ultimat3/jobs"
@@ -57,6 +59,49 @@ func TestEnqueueManyRefusals(t *testing.T) {
 		}
 		if len(runs) != 1 {
 			t.Errorf("%d runs stored, want only the declared item's", len(runs))
+		}
+	})
+}
+
+// A batch's run ids ascend in (job, key) order, the order the store writes the batch in, so
+// that every id-ordered index takes the batch in ascending order; each item still names the
+// run of its own key.
+func TestEnqueueManyIDsFollowKeys(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		const n = 150 // past the Postgres store's COPY threshold
+		reqs := make([]jobs.EnqueueRequest, n)
+		for i := range reqs {
+			req, err := bulkDeclared.Request(n - i) // keys "150", "149", … : neither id nor key order
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs[i] = req
+		}
+		items, err := env.Engine.EnqueueMany(t.Context(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey := map[string]string{}
+		for i, it := range items {
+			if it.Error != nil || it.RunID == "" {
+				t.Fatalf("item %d: %+v", i, it)
+			}
+			run, err := env.Engine.GetRun(t.Context(), it.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Key != reqs[i].Key {
+				t.Fatalf("item %d (key %q) names run %s of key %q", i, reqs[i].Key, it.RunID, run.Key)
+			}
+			byKey[run.Key] = it.RunID
+		}
+		keys := slices.Sorted(maps.Keys(byKey))
+		for i := 1; i < len(keys); i++ {
+			if byKey[keys[i-1]] >= byKey[keys[i]] {
+				t.Fatalf("key %q has run %s, key %q run %s: ids do not ascend with keys",
+					keys[i-1], byKey[keys[i-1]], keys[i], byKey[keys[i]])
+			}
 		}
 	})
 }

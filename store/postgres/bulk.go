@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -120,6 +122,9 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 		}
 	}
 	if len(evs) > 0 {
+		// In id order, so that history's primary key takes them in ascending order (the engine
+		// hands a batch's ids out in the order its runs are written: see engine.orderIDs).
+		slices.SortFunc(evs, func(a, b []any) int { return cmp.Compare(a[0].(string), b[0].(string)) })
 		if err := t.copyFrom(ctx, pgx.Identifier{s.schema, "history"}, historyColumns, evs); err != nil {
 			return nil, nil, err
 		}

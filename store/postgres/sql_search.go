@@ -4,7 +4,10 @@ package postgres
 // WHERE clause, so the planner sees plain equalities and picks the index that serves them
 // (002_run_search) rather than a generic plan behind "($1 = ” OR x = $1)". Each fragment's
 // %d is its parameter's position. The fragments are fixed; only the subset varies, so pgx's
-// statement cache holds a bounded number of texts.
+// statement cache holds a bounded number of texts. The tenant fragment, added only for a named
+// tenant, also says that it is not empty: runs_tenant_id holds only tenanted runs
+// (014_bulk_indexes), and a generic plan, the value unknown, proves that index's predicate only
+// from this condition.
 const (
 	sqlSearchHead = `SELECT {RUN} FROM {S}.runs WHERE true`
 	sqlSearchTail = ` ORDER BY id DESC LIMIT $%d`
@@ -12,7 +15,7 @@ const (
 	sqlSearchQueue       = ` AND queue = $%d`
 	sqlSearchState       = ` AND state = $%d`
 	sqlSearchJob         = ` AND job = $%d`
-	sqlSearchTenant      = ` AND tenant = $%d`
+	sqlSearchTenant      = ` AND tenant = $%d AND tenant <> ''`
 	sqlSearchKey         = ` AND key = $%d`
 	sqlSearchBefore      = ` AND id < $%d`
 	sqlSearchCreatedFrom = ` AND created_at >= $%d`
