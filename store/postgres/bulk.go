@@ -98,7 +98,7 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 
 	out := make([]store.CreateRunResult, len(ps))
 	var left []int // items a live run's key kept out
-	var evs [][]any
+	var evs []int  // items whose RunStarted is written
 	var timers timerRows
 	var ready []string
 	for i, p := range ps {
@@ -112,8 +112,7 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 		r.UpdatedAt = r.CreatedAt
 		r.Input = append([]byte(nil), r.Input...)
 		out[i] = store.CreateRunResult{Run: r}
-		e := p.Started
-		evs = append(evs, []any{r.ID, int64(1), string(e.Kind), e.Name, pgTime(e.At), e.Data})
+		evs = append(evs, i)
 		if p.Timer != nil {
 			timers.add(r.ID, *p.Timer)
 		}
@@ -124,9 +123,20 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 	if len(evs) > 0 {
 		// In id order, so that history's primary key takes them in ascending order (the engine
 		// hands a batch's ids out in the order its runs are written: see engine.orderIDs).
-		slices.SortFunc(evs, func(a, b []any) int { return cmp.Compare(a[0].(string), b[0].(string)) })
-		if err := t.copyFrom(ctx, pgx.Identifier{s.schema, "history"}, historyColumns, evs); err != nil {
-			return nil, nil, err
+		slices.SortFunc(evs, func(a, b int) int { return cmp.Compare(ps[a].Run.ID, ps[b].Run.ID) })
+		c := newCopyRows(120, len(evs))
+		for _, i := range evs {
+			e := &ps[i].Started
+			c.row(len(historyColumns))
+			c.text(ps[i].Run.ID)
+			c.int8(1) // seq
+			c.text(string(e.Kind))
+			c.text(e.Name)
+			c.timestamptz(e.At, false)
+			c.bytea(e.Data)
+		}
+		if err := c.send(ctx, t, pgx.Identifier{s.schema, "history"}, historyColumns); err != nil {
+			return nil, nil, unavailable(t.op, err)
 		}
 	}
 	var tail *pgx.Batch

@@ -38,19 +38,29 @@ func (s *Store) copyRuns(ctx context.Context, t *txn, ps []store.CreateRunParams
 		ra, rb := &ps[a].Run, &ps[b].Run
 		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key))
 	})
-	rows := make([][]any, len(ps))
-	for j, i := range order {
-		r := ps[i].Run
-		rows[j] = []any{r.ID, r.Job, r.Queue, r.Key, r.Tenant, r.NoTenant, r.EnqueuedBy, r.Input,
-			string(r.State), int32(r.Attempt), ts(r.ReadyAt), int64(1), r.CreatedAt, r.CreatedAt,
-			r.TraceParent, r.TraceState, int32(r.Priority)}
+	c := newCopyRows(160, len(ps))
+	for _, i := range order {
+		r := &ps[i].Run
+		c.row(len(bulkRunColumns))
+		c.text(r.ID)
+		c.text(r.Job)
+		c.text(r.Queue)
+		c.text(r.Key)
+		c.text(r.Tenant)
+		c.bool(r.NoTenant)
+		c.text(r.EnqueuedBy)
+		c.bytea(r.Input)
+		c.text(string(r.State))
+		c.int4(int32(r.Attempt))
+		c.timestamptz(r.ReadyAt, true)
+		c.int8(1) // last_seq
+		c.timestamptz(r.CreatedAt, false)
+		c.timestamptz(r.CreatedAt, false) // updated_at
+		c.text(r.TraceParent)
+		c.text(r.TraceState)
+		c.int4(int32(r.Priority))
 	}
-	var err error
-	if t.ext != nil {
-		_, err = t.ext.CopyFrom(ctx, pgx.Identifier{s.schema, "runs"}, bulkRunColumns, pgx.CopyFromRows(rows))
-	} else {
-		_, err = t.conn.CopyFrom(ctx, pgx.Identifier{s.schema, "runs"}, bulkRunColumns, pgx.CopyFromRows(rows))
-	}
+	err := c.send(ctx, t, pgx.Identifier{s.schema, "runs"}, bulkRunColumns)
 	switch {
 	case err == nil:
 		inserted := make(map[string]bool, len(ps))

@@ -33,6 +33,9 @@ RETURNING id`
 	sqlBulkSavepoint = `SAVEPOINT jobs_bulk`
 	sqlBulkRollback  = `ROLLBACK TO SAVEPOINT jobs_bulk`
 	sqlBulkRelease   = `RELEASE SAVEPOINT jobs_bulk`
+
+	// sqlBulkCopy streams binary rows (bulk_encode.go) into a table's listed columns.
+	sqlBulkCopy = `COPY %s (%s) FROM STDIN BINARY`
 )
 
 // bulkRunColumns are the runs columns the fast path's COPY writes; the others take their
