@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/ultimat3/jobs"
@@ -146,6 +147,41 @@ var bulkTests = []test{
 					t.Errorf("the run holding the id changed: %+v", r)
 				}
 			})
+		}
+	}},
+
+	{"TenantListingFindsBulkRuns", func(t *testing.T, s store.Store) {
+		// Every other item has no tenant (Postgres keeps those out of its tenant index); the
+		// tenant's listing is its items, newest first, paged, and no untenanted one.
+		ps := bulkParams(7000, bulkItems)
+		var want []string
+		for i := range ps {
+			if i%2 == 0 {
+				ps[i].Run.Tenant, ps[i].Run.NoTenant = "", true
+			} else {
+				ps[i].Run.Tenant = "bulk-tenant"
+				want = append(want, ps[i].Run.ID)
+			}
+		}
+		bulkCreate(t, s, ps)
+		slices.Reverse(want)
+		var got []string
+		q := store.RunQuery{ListParams: store.ListParams{Tenant: "bulk-tenant", Limit: 30}}
+		for {
+			page, err := s.RunSearch(t.Context(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			q.Before = page[len(page)-1].ID
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("tenant listing: %d runs %v; want %d %v", len(got), got, len(want), want)
 		}
 	}},
 }
