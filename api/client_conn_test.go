@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -127,5 +128,28 @@ func TestOwnConnectionCallCancelled(t *testing.T) {
 	}
 	if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
 		t.Fatalf("a call after the cancelled one: %v", err)
+	}
+}
+
+// A record far over the server's body limit is refused with X_PAYLOAD_TOO_LARGE even though the
+// server stops reading it and closes the connection while the client is still writing: the
+// server's answer is read after the failed write.
+func TestOwnConnectionBodyOverLimit(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true, MaxBody: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	c, err := api.NewClient(ts.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	_, err = c.Record(context.Background(), frontend.RecordRequest{RunID: "r", Fence: 1,
+		Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s", Output: make([]byte, 16<<20)}}})
+	if !jobs.HasCode(err, jobs.CodePayloadTooLarge) {
+		t.Fatalf("a record of 16 MiB against a limit of 1 KiB: %v", err)
 	}
 }
