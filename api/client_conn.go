@@ -83,6 +83,8 @@ func (p *connPool) get(ctx context.Context) (wc *wireConn, reused bool, err erro
 
 // put keeps wc for the next call, or closes it when enough are kept.
 func (p *connPool) put(wc *wireConn) {
+	// The call's deadline goes with the call: a kept connection has none (alive peeks at it).
+	_ = wc.SetDeadline(time.Time{})
 	wc.lastUsed = time.Now()
 	p.mu.Lock()
 	if len(p.idle) < maxIdleConns {

@@ -3,7 +3,10 @@ package api_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,5 +154,38 @@ func TestOwnConnectionBodyOverLimit(t *testing.T) {
 		Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s", Output: make([]byte, 16<<20)}}})
 	if !jobs.HasCode(err, jobs.CodePayloadTooLarge) {
 		t.Fatalf("a record of 16 MiB against a limit of 1 KiB: %v", err)
+	}
+}
+
+// A kept connection is reused after its last call's deadline passed: the deadline goes with the
+// call, so the next call finds the connection alive rather than dialling a new one.
+func TestOwnConnectionKeptPastCallDeadline(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int32
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	c, err := api.NewClient(ts.URL, "", api.WithTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	for i := 0; i < 3; i++ {
+		if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond) // past the call's deadline
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("3 calls opened %d connections, want 1", n)
 	}
 }
