@@ -35,6 +35,10 @@ type Client struct {
 	// records batches concurrent runs' records (client_records.go, WithRecordBatching); nil
 	// sends each alone.
 	records *recordBatcher
+	// conns carries the worker protocol's hot calls on connections the caller reads itself
+	// (client_conn.go); nil sends them through http.
+	conns   *connPool
+	netHTTP bool
 }
 
 var (
@@ -54,6 +58,12 @@ func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.h
 // with the engine's group commit on a loaded 2-core machine it cost throughput (see
 // docs/architecture.md, "Throughput on the hot path").
 func WithRecordBatching() ClientOption { return func(c *Client) { c.records = &recordBatcher{c: c} } }
+
+// WithNetHTTP sends the worker protocol's polls, records, heartbeats and history reads through
+// net/http's Transport like every other call, instead of on connections the calling goroutine
+// reads itself (client_conn.go). Optional: the default is the latter for an http:// engine
+// without WithHTTPClient.
+func WithNetHTTP() ClientOption { return func(c *Client) { c.netHTTP = true } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -76,6 +86,13 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 		o(c)
 	}
 	if c.http == nil {
+		if u.Scheme == "http" && !c.netHTTP {
+			port := u.Port()
+			if port == "" {
+				port = "80"
+			}
+			c.conns = newConnPool(u.Hostname(), port)
+		}
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
 		c.http = &http.Client{Transport: t}
@@ -84,7 +101,22 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 }
 
 // Close closes the idle connections the client keeps.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	if c.conns != nil {
+		c.conns.close()
+	}
+}
+
+// hotPath reports whether a worker protocol route goes on the client's own connections: the
+// calls every run makes, not the session's hold nor the rare ones.
+func hotPath(path string) bool {
+	switch path {
+	case "/v1/worker/poll", "/v1/worker/record", "/v1/worker/records", "/v1/worker/heartbeat", "/v1/worker/history":
+		return true
+	}
+	return false
+}
 
 // The worker protocol.
 
@@ -310,6 +342,20 @@ func (c *Client) callJSON(ctx context.Context, method, path string, query url.Va
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, timeout time.Duration, lost jobs.Code) (response, error) {
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if c.conns != nil && method == http.MethodPost && len(query) == 0 && hotPath(path) {
+		h := make(http.Header, 4)
+		h.Set("Content-Type", contentType)
+		h.Set("Accept", ContentMsgpack)
+		if c.token != "" {
+			h.Set("Authorization", "Bearer "+c.token)
+		}
+		injectTrace(ctx, h)
+		res, b, err := c.conns.roundTrip(callCtx, path, h, body)
+		if err == nil {
+			return answer(res.StatusCode, res.Header, b)
+		}
+		return response{}, c.lost(ctx, err, path, timeout, lost)
+	}
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -340,23 +386,33 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		b, err = io.ReadAll(res.Body)
 		res.Body.Close()
 		if err == nil {
-			ct := res.Header.Get("Content-Type")
-			if res.StatusCode/100 != 2 {
-				return response{}, refusal(res.StatusCode, ct, res.Header, b)
-			}
-			return response{contentType: ct, body: b}, nil
+			return answer(res.StatusCode, res.Header, b)
 		}
 	}
+	return response{}, c.lost(ctx, err, path, timeout, lost)
+}
+
+// answer is a call's answer: its body, or the refusal it carries.
+func answer(status int, h http.Header, b []byte) (response, error) {
+	ct := h.Get("Content-Type")
+	if status/100 != 2 {
+		return response{}, refusal(status, ct, h, b)
+	}
+	return response{contentType: ct, body: b}, nil
+}
+
+// lost classifies a call that got no answer.
+func (c *Client) lost(ctx context.Context, err error, path string, timeout time.Duration, lost jobs.Code) error {
 	if ctx.Err() != nil {
-		return response{}, ctx.Err()
+		return ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s within %s", c.base, path, timeout)
+		return jobs.Wrap(lost, err, "the engine at %s did not answer %s within %s", c.base, path, timeout)
 	}
 	if neverSent(err) {
-		return response{}, jobs.Wrap(jobs.CodeEngineUnreachable, err, "cannot reach the engine at %s (is it running, and is --server right?)", c.base)
+		return jobs.Wrap(jobs.CodeEngineUnreachable, err, "cannot reach the engine at %s (is it running, and is --server right?)", c.base)
 	}
-	return response{}, jobs.Wrap(lost, err, "the engine at %s did not answer %s", c.base, path)
+	return jobs.Wrap(lost, err, "the engine at %s did not answer %s", c.base, path)
 }
 
 // refusal turns an error response back into the *jobs.Error the server wrote.

@@ -148,8 +148,9 @@ func checkRecord(req *frontend.RecordRequest) error {
 	}
 	for i := range req.Commands {
 		c := &req.Commands[i]
-		for field, v := range map[string]string{"command kind": string(c.Kind), "command name": c.Name, "event": c.Event} {
-			if err := checkText(field, v); err != nil {
+		// A fixed array, not a map: this runs for every command of every record.
+		for _, f := range [...]struct{ field, v string }{{"command kind", string(c.Kind)}, {"command name", c.Name}, {"event", c.Event}} {
+			if err := checkText(f.field, f.v); err != nil {
 				return err
 			}
 		}
