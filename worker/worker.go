@@ -66,6 +66,9 @@ type Config struct {
 	QuietRuns bool
 	// Limits is this process's budget of runs (limits.go): per replica, not for the fleet.
 	Limits LimitConfig
+	// NoClaimAhead keeps a claim's slot until its last record's answer is back, instead of
+	// claiming the slot's next run while that record commits (ahead.go).
+	NoClaimAhead bool
 }
 
 // Worker executes runs.
@@ -320,16 +323,17 @@ func (w *Worker) poll(queue string, concurrency int) {
 			w.inflight.Add(1)
 			go func(t frontend.Task) {
 				defer w.inflight.Done()
-				defer func() { <-slots }()
+				s := &slot{slots: slots}
+				defer s.give()
 				defer w.lim.give(1)
-				w.handle(t)
+				w.handle(t, s)
 			}(t)
 		}
 	}
 }
 
-// handle runs one claimed task to the end of its claim.
-func (w *Worker) handle(t frontend.Task) {
+// handle runs one claimed task to the end of its claim, in slot s.
+func (w *Worker) handle(t frontend.Task, s *slot) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
 	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
@@ -420,6 +424,9 @@ func (w *Worker) handle(t frontend.Task) {
 			ex.Evict()
 		}
 		return
+	}
+	if w.claimsAhead(def) {
+		rec.ahead = s // the body has returned: its slot may go with the last record (ahead.go)
 	}
 	outcome = o.Kind.String()
 	if o.Kind == replay.Failed || o.Kind == replay.Blocked {
@@ -537,6 +544,9 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 
 // finalize records the command that ends a claim.
 func (w *Worker) finalize(rec *recorder, log *slog.Logger, cmd frontend.Command) {
+	if rec.ahead != nil {
+		rec.ahead.give()
+	}
 	if _, err := rec.send(context.Background(), []frontend.Command{cmd}, true); err != nil {
 		log.Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
 	}
@@ -553,6 +563,8 @@ type recorder struct {
 	worker string
 	token  string
 	slot   string
+	// ahead is the claim's execution slot when it is given back at the last record (ahead.go).
+	ahead *slot
 	// claimedAt starts the lease window before the claim is tracked for heartbeats; landed is
 	// the last renewal that landed when tracking ended (the final record's window).
 	claimedAt time.Time

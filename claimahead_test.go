@@ -1,0 +1,104 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// aheadProbe holds complete records back for up to hold until a run was claimed while one was
+// held: the poller's next claim overlapping the last record's commit.
+type aheadProbe struct {
+	frontend.Frontend
+	hold     time.Duration
+	held     atomic.Int32
+	overlaps atomic.Int32
+	claimed  chan struct{}
+}
+
+func (p *aheadProbe) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	if n := len(req.Commands); n > 0 && req.Commands[n-1].Kind == frontend.CmdComplete && p.overlaps.Load() == 0 {
+		p.held.Add(1)
+		select {
+		case <-p.claimed:
+		case <-time.After(p.hold):
+		}
+		p.held.Add(-1)
+	}
+	return p.Frontend.Record(ctx, req)
+}
+
+func (p *aheadProbe) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend.Task, error) {
+	tasks, err := p.Frontend.Poll(ctx, req)
+	if len(tasks) > 0 && p.held.Load() > 0 {
+		p.overlaps.Add(1)
+		select {
+		case p.claimed <- struct{}{}:
+		default:
+		}
+	}
+	return tasks, err
+}
+
+// A claim's slot goes back to the poller as its last record is sent, so the next run is claimed
+// while that record commits; never more bodies run than the queue's concurrency. A job under a
+// fleet cap, or a worker with NoClaimAhead, keeps the slot until the record's answer is back.
+func TestClaimAheadOfTheLastRecord(t *testing.T) {
+	cases := []struct {
+		name    string
+		opts    []jobs.Option
+		noAhead bool
+		ahead   bool
+	}{
+		{name: "plain", ahead: true},
+		{name: "fleet-cap", opts: []jobs.Option{jobs.Concurrency(5)}},
+		{name: "switched-off", noAhead: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			testenv.EachBackend(t, testenv.Options{Clock: clock.Real{}}, func(t *testing.T, env *testenv.Env) {
+				var running, peak atomic.Int32
+				j := jobs.MustDefine("ahead-"+c.name, func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+					func(cx *jobs.Ctx, in int) (int, error) {
+						n := running.Add(1)
+						defer running.Add(-1)
+						for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+						}
+						return jobs.Step(cx, "one", func(context.Context) (int, error) { return in, nil })
+					}, c.opts...)
+				hold := 3 * time.Second
+				if !c.ahead {
+					hold = 300 * time.Millisecond // nothing will release it early
+				}
+				probe := &aheadProbe{Frontend: env.Engine, hold: hold, claimed: make(chan struct{}, 1)}
+				var ids []string
+				for i := range 3 {
+					ids = append(ids, enqueue(t, env, j, i))
+				}
+				env.Worker(worker.Config{Frontend: probe, Concurrency: 1, NoClaimAhead: c.noAhead}, j)
+				for _, id := range ids {
+					if run := env.Await(id, store.StateCompleted); run.Attempt != 1 {
+						t.Fatalf("run %s completed on attempt %d", id, run.Attempt)
+					}
+				}
+				if got := peak.Load(); got != 1 {
+					t.Errorf("%d bodies ran at once with concurrency 1", got)
+				}
+				if got := probe.overlaps.Load(); c.ahead && got == 0 {
+					t.Errorf("no run was claimed while a last record was in flight")
+				} else if !c.ahead && got != 0 {
+					t.Errorf("%d runs were claimed while a last record was in flight; the slot should be kept", got)
+				}
+			})
+		})
+	}
+}
