@@ -265,7 +265,15 @@ func (w *Worker) poll(queue string, concurrency int) {
 	case <-w.pollCtx.Done():
 		return
 	}
+	// slots bounds the bodies executing at once (Concurrency); claims bounds the claims held,
+	// which also counts those whose body has returned and whose final record (completion,
+	// failure, hand-back) is still on its way to the store. A body's slot is freed when its final
+	// record starts, so the next claim is made while the last ones are completing: with short
+	// bodies a claim otherwise waits a whole commit for its slot, and the worker idles for the
+	// commit plus the claim's round trip between runs. Twice Concurrency keeps that overlap
+	// bounded when the store commits slowly.
 	slots := make(chan struct{}, concurrency)
+	claims := make(chan struct{}, 2*concurrency)
 	backoff := 50 * time.Millisecond
 	for w.pollCtx.Err() == nil {
 		// Wait for a free slot before asking for work, so a claimed run never waits in memory
@@ -275,30 +283,44 @@ func (w *Worker) poll(queue string, concurrency int) {
 		case <-w.pollCtx.Done():
 			return
 		}
+		select {
+		case claims <- struct{}{}:
+		case <-w.pollCtx.Done():
+			<-slots
+			return
+		}
 		free := 1
 	more:
 		for free < concurrency {
 			select {
 			case slots <- struct{}{}:
-				free++
 			default:
 				break more
+			}
+			select {
+			case claims <- struct{}{}:
+				free++
+			default:
+				<-slots
+				break more
+			}
+		}
+		release := func(n int) {
+			for range n {
+				<-slots
+				<-claims
 			}
 		}
 		// The process-wide budget (LimitConfig.Global): never claim beyond it.
 		got := w.lim.take(w.pollCtx, free)
-		for i := got; i < free; i++ {
-			<-slots
-		}
+		release(free - got)
 		if got == 0 {
 			return
 		}
 		free = got
 		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
 			Wait: w.cfg.PollWait, Limits: w.limits})
-		for i := len(tasks); i < free; i++ {
-			<-slots
-		}
+		release(free - len(tasks))
 		w.lim.give(free - len(tasks))
 		if err != nil {
 			if w.pollCtx.Err() != nil {
@@ -320,18 +342,23 @@ func (w *Worker) poll(queue string, concurrency int) {
 			w.inflight.Add(1)
 			go func(t frontend.Task) {
 				defer w.inflight.Done()
-				defer func() { <-slots }()
+				defer func() { <-claims }()
+				var once sync.Once
+				bodyDone := func() { once.Do(func() { <-slots }) }
+				defer bodyDone()
 				defer w.lim.give(1)
-				w.handle(t)
+				w.handle(t, bodyDone)
 			}(t)
 		}
 	}
 }
 
-// handle runs one claimed task to the end of its claim.
-func (w *Worker) handle(t frontend.Task) {
+// handle runs one claimed task to the end of its claim. bodyDone frees the task's execution
+// slot; finalize calls it as the claim's final record starts.
+func (w *Worker) handle(t frontend.Task, bodyDone func()) {
 	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
-	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
+	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now(),
+		bodyDone: bodyDone}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
@@ -535,8 +562,12 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 	}
 }
 
-// finalize records the command that ends a claim.
+// finalize records the command that ends a claim. The body is done by now (or abandoned past
+// its timeout), so its slot goes to the next claim while this record commits.
 func (w *Worker) finalize(rec *recorder, log *slog.Logger, cmd frontend.Command) {
+	if rec.bodyDone != nil {
+		rec.bodyDone()
+	}
 	if _, err := rec.send(context.Background(), []frontend.Command{cmd}, true); err != nil {
 		log.Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
 	}
@@ -553,6 +584,8 @@ type recorder struct {
 	worker string
 	token  string
 	slot   string
+	// bodyDone frees the claim's execution slot (poll).
+	bodyDone func()
 	// claimedAt starts the lease window before the claim is tracked for heartbeats; landed is
 	// the last renewal that landed when tracking ended (the final record's window).
 	claimedAt time.Time
