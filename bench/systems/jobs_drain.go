@@ -69,6 +69,8 @@ func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error)
 	}
 	runtime.GC()
 	return func(ctx context.Context) (Result, error) {
+		// BENCH_REMOTE_PROFILE names a directory for a CPU profile of the window (a diagnosis aid).
+		defer profile(fmt.Sprintf("drain%d", workers))()
 		if err := s.startWorker(ctx, noopDef, workers); err != nil {
 			return Result{}, err
 		}
