@@ -38,7 +38,9 @@ type Config struct {
 	// ID names the worker in leases and logs. Defaults to host-pid-random.
 	ID string
 	// Queues maps each queue to poll to how many of its runs may execute at once. Defaults to
-	// every queue of the registry's jobs, each with Concurrency.
+	// every queue of the registry's jobs, each with Concurrency. A queue's poller holds up to
+	// twice that many claims: a run whose body has returned and whose final record is still
+	// committing no longer counts against it (claim-ahead, see poll).
 	Queues map[string]int
 	// Concurrency is the per-queue default when Queues is not set. Defaults to 10.
 	Concurrency int
