@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/store/postgres"
@@ -22,8 +23,8 @@ var _ Drainer = (*jobsSystem)(nil)
 // starts a worker of `workers` slots on the engine Setup started. Every run keeps its full
 // history (RunStarted, the claim's attempt, the completion), as every other scenario does.
 func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error) {
-	if n > 50_000 {
-		return nil, fmt.Errorf("drain of %d jobs: EnqueueMany takes at most 50000 a call", n)
+	if n > jobs.MaxEnqueueMany {
+		return nil, fmt.Errorf("drain of %d jobs: EnqueueMany takes at most %d a call", n, jobs.MaxEnqueueMany)
 	}
 	var (
 		st   store.Store = s.st
@@ -62,7 +63,7 @@ func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error)
 		}
 	}
 	if load != nil {
-		st.Close()
+		st.Close() // its backends exit before the baseline (the deferred Close is then a no-op)
 		if err := settleLoad(ctx, s.dbURL, load, "jobs.runs", "jobs.history"); err != nil {
 			return nil, err
 		}
