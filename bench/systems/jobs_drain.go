@@ -21,7 +21,7 @@ var _ Drainer = (*jobsSystem)(nil)
 // Drain for our engine: the backlog goes in with Job.EnqueueMany through an unstarted engine
 // (on Postgres over a store and pool of their own, closed before the window); the timed part
 // starts a worker of `workers` slots on the engine Setup started. Every run keeps its full
-// history (RunStarted, the claim's attempt, the completion), as every other scenario does.
+// history (RunStarted and the completion event), as every other scenario does.
 func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error) {
 	if n > jobs.MaxEnqueueMany {
 		return nil, fmt.Errorf("drain of %d jobs: EnqueueMany takes at most %d a call", n, jobs.MaxEnqueueMany)
