@@ -6,7 +6,7 @@ import (
 	"github.com/ultimat3/jobs/bench/systems"
 )
 
-// ScenarioDrain is the name BENCH_SCENARIOS takes for section 12; it runs every drain scenario.
+// scenarioDrain is the name BENCH_SCENARIOS takes for section 12; it runs every drain scenario.
 const scenarioDrain = "drain"
 
 // drain runs section 12 on every system with a backlog drain (ours, River): BENCH_DRAIN_JOBS
