@@ -268,40 +268,58 @@ func (w *Worker) poll(queue string, concurrency int) {
 	case <-w.pollCtx.Done():
 		return
 	}
+	// slots bounds the bodies running at once; held bounds the claims kept, which also counts a
+	// claim whose slot went ahead (ahead.go) while its last record commits. Twice the
+	// concurrency keeps that overlap bounded when the store commits slowly.
 	slots := make(chan struct{}, concurrency)
+	held := make(chan struct{}, 2*concurrency)
+	unused := func(n int) {
+		for range n {
+			<-slots
+			<-held
+		}
+	}
 	backoff := 50 * time.Millisecond
 	for w.pollCtx.Err() == nil {
 		// Wait for a free slot before asking for work, so a claimed run never waits in memory
 		// while its lease runs.
 		select {
+		case held <- struct{}{}:
+		case <-w.pollCtx.Done():
+			return
+		}
+		select {
 		case slots <- struct{}{}:
 		case <-w.pollCtx.Done():
+			<-held
 			return
 		}
 		free := 1
 	more:
 		for free < concurrency {
 			select {
+			case held <- struct{}{}:
+			default:
+				break more
+			}
+			select {
 			case slots <- struct{}{}:
 				free++
 			default:
+				<-held
 				break more
 			}
 		}
 		// The process-wide budget (LimitConfig.Global): never claim beyond it.
 		got := w.lim.take(w.pollCtx, free)
-		for i := got; i < free; i++ {
-			<-slots
-		}
+		unused(free - got)
 		if got == 0 {
 			return
 		}
 		free = got
 		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
 			Wait: w.cfg.PollWait, Limits: w.limits})
-		for i := len(tasks); i < free; i++ {
-			<-slots
-		}
+		unused(free - len(tasks))
 		w.lim.give(free - len(tasks))
 		if err != nil {
 			if w.pollCtx.Err() != nil {
@@ -323,6 +341,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			w.inflight.Add(1)
 			go func(t frontend.Task) {
 				defer w.inflight.Done()
+				defer func() { <-held }()
 				s := &slot{slots: slots}
 				defer s.give()
 				defer w.lim.give(1)

@@ -28,6 +28,7 @@ type riverSystem struct {
 	cooldown, poll time.Duration
 
 	pool   *pgxpool.Pool
+	dbURL  string // the run's database (river_drain.go)
 	client *river.Client[pgx.Tx]
 	events <-chan *river.Event
 	unsub  func()
@@ -60,10 +61,14 @@ func (s *riverSystem) Skip(scenario string) string {
 	if scenario == ScenarioBulk && !s.tuned {
 		return "InsertMany does not depend on the fetch settings: see the tuned row"
 	}
+	if DrainWorkers(scenario) > 0 && !s.tuned {
+		return "the default fetch settings cap a queue at MaxWorkers jobs per 100 ms: see the tuned row"
+	}
 	return ""
 }
 
 func (s *riverSystem) Setup(ctx context.Context, env Env) error {
+	s.dbURL = env.DatabaseURL
 	// Migrate on a pool of its own that is closed before the measured window, so the DDL's
 	// statistics are flushed (at backend exit) before the harness takes its baseline.
 	mpool, err := newPool(ctx, env.DatabaseURL, 2)

@@ -150,7 +150,8 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 		systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
 		systems.ScenarioRelay,
-		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
+		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty,
+		systems.ScenarioDrain32, systems.ScenarioDrain100:
 		res, err = timed(ctx)
 	default:
 		err = fmt.Errorf("unknown scenario %q", spec.Scenario)
@@ -246,6 +247,8 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 		}
 		return f.Fairness(ctx, systems.FairnessSpec{Backlog: spec.N - systems.FairnessNewcomers, Concurrency: spec.Concurrency,
 			OldestFirst: spec.Scenario == systems.ScenarioFairnessOldest})
+	case systems.ScenarioDrain32, systems.ScenarioDrain100:
+		return prepareDrain(ctx, sys, spec)
 	case systems.ScenarioTimers:
 		t, ok := sys.(systems.TimerLagger)
 		if !ok {

@@ -43,6 +43,7 @@ func collectInfo(ctx context.Context, admin *pgx.Conn, cfg config, scratch strin
 		BulkJobs:       cfg.BulkJobs,
 		TxCount:        cfg.TxCount,
 		RelayRows:      cfg.RelayRows,
+		DrainJobs:      cfg.DrainJobs,
 		NProc:          runtime.NumCPU(),
 		GoVersion:      runtime.Version(),
 		CPUModel:       procField("/proc/cpuinfo", "model name"),

@@ -76,6 +76,8 @@ type config struct {
 	BackfillPages int // completed pages of the pass that resumes
 	// Section 9.
 	BulkJobs, TxCount, RelayRows int
+	// Section 12: the backlog a drain starts from.
+	DrainJobs int
 	// Scenarios limits the run to some sections (pgbench, sqlite, noop, tenstep, replay,
 	// resume, timers); empty = all.
 	Scenarios []string
@@ -86,7 +88,7 @@ var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, syste
 	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
 	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
-	systems.ScenarioRelay, systems.ScenarioFairness,
+	systems.ScenarioRelay, systems.ScenarioFairness, scenarioDrain,
 	"scale"} // section 11: run.sh runs `bench scale` after the harness and appends its report
 
 func (c config) runs(scenario string) bool {
@@ -206,6 +208,8 @@ func parseConfig() (config, error) {
 		"callers' transactions of the transactional-enqueue scenarios (BENCH_TX_COUNT)")
 	flag.IntVar(&c.RelayRows, "relay-rows", envInt("BENCH_RELAY_ROWS", pick(2000, 500)),
 		"staged outbox rows the relay publishes (BENCH_RELAY_ROWS)")
+	flag.IntVar(&c.DrainJobs, "drain-jobs", envInt("BENCH_DRAIN_JOBS", pick(20000, 1000)),
+		"no-op jobs inserted before the workers start, in the backlog drain (BENCH_DRAIN_JOBS)")
 	flag.StringVar(&scenarios, "scenarios", envStr("BENCH_SCENARIOS", ""),
 		"comma-separated sections to run, default all: "+strings.Join(allScenarios, ",")+" (BENCH_SCENARIOS)")
 	var budget string
@@ -364,6 +368,8 @@ func estimate(cfg config, keys []string) time.Duration {
 	// ~320 jobs/s for River at its defaults, ~1000/s for the others; ~40 runs/s of ten steps.
 	d += runs * time.Duration(len(keys)) * (time.Duration(cfg.NoopJobs)*time.Second/1000 +
 		time.Duration(cfg.TenStepRuns)*time.Second/40) / 2
+	// Section 12: two worker counts at a few thousand jobs/s, plus the untimed load.
+	d += runs * time.Duration(len(keys)) * 2 * (time.Duration(cfg.DrainJobs)*time.Second/2000 + 3*time.Second)
 	// Ours only: replay.Check runs at least a second per length; writing a long history goes at
 	// ~50k events/s; a timer run is its lead, its window and a little more. Plus set-up per run.
 	ours := 0
@@ -452,11 +458,16 @@ func (h *harness) sqlite(ctx context.Context) {
 
 // scenario runs one scenario for every system, run by run.
 func (h *harness) scenario(ctx context.Context, scen string, n int, keys []string) {
+	h.scenarioAt(ctx, scen, n, h.cfg.Concurrency, keys)
+}
+
+// scenarioAt is scenario at a concurrency of its own (the drain's worker counts).
+func (h *harness) scenarioAt(ctx context.Context, scen string, n, concurrency int, keys []string) {
 	for r := 1; r <= h.cfg.Runs; r++ {
 		for _, key := range keys {
 			factory, _ := systems.Lookup(key)
 			sys := factory()
-			base := record.Sample{Scenario: scen, System: key, Label: sys.Name(), Run: r, N: n, Concurrency: h.cfg.Concurrency}
+			base := record.Sample{Scenario: scen, System: key, Label: sys.Name(), Run: r, N: n, Concurrency: concurrency}
 			if sk, ok := sys.(systems.Skipper); ok {
 				if reason := sk.Skip(scen); reason != "" {
 					if r == 1 {
@@ -476,7 +487,7 @@ func (h *harness) scenario(ctx context.Context, scen string, n int, keys []strin
 				}
 				defer h.dropDB(ctx, db)
 				defer os.RemoveAll(dir)
-				spec := childSpec{Kind: "system", System: key, Scenario: scen, N: n, Concurrency: h.cfg.Concurrency,
+				spec := childSpec{Kind: "system", System: key, Scenario: scen, N: n, Concurrency: concurrency,
 					Run: r, DBURL: dbURL, DB: db, AdminURL: h.cfg.AdminURL, Dir: dir, PoolSize: h.cfg.PoolSize,
 					Timeout: h.cfg.RunTimeout, Postmaster: h.postmaster,
 					TimerWindow: h.cfg.TimerWindow, TimerLead: h.cfg.timerLead()}
@@ -484,7 +495,7 @@ func (h *harness) scenario(ctx context.Context, scen string, n int, keys []strin
 				if s.Label == "" {
 					s.Label = base.Label
 				}
-				s.Scenario, s.System, s.Run, s.N, s.Concurrency = scen, key, r, n, h.cfg.Concurrency
+				s.Scenario, s.System, s.Run, s.N, s.Concurrency = scen, key, r, n, concurrency
 				return s
 			}))
 		}
@@ -520,6 +531,7 @@ func (h *harness) engineOnly(ctx context.Context, keys []string) {
 	h.backfills(ctx, keys)
 	h.section9(ctx, keys)
 	h.fairness(ctx, keys)
+	h.drain(ctx, keys)
 }
 
 // measured runs one measurement on a machine that is as quiet as it can get. Before the run it

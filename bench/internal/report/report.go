@@ -33,6 +33,8 @@ type Info struct {
 	BackfillRows, BackfillPages int
 	// Section 9.
 	BulkJobs, TxCount, RelayRows int
+	// Section 12.
+	DrainJobs int
 
 	NProc                      int
 	CPUModel, MemTotal, Kernel string
@@ -274,6 +276,7 @@ func Render(in Info, samples []record.Sample, keys []string) string {
 	renderBackfills(w, samples, keys, in)
 	renderSection9(w, samples, keys, in)
 	renderFairness(w, samples, keys, in)
+	renderDrain(w, samples, keys, in)
 	renderNotes(w, in)
 	renderFailures(w, samples)
 	renderAll(w, samples)
