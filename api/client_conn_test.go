@@ -19,13 +19,23 @@ import (
 
 // transportClient serves an engine on a memory store and returns a client of it built with opts.
 func transportClient(tb testing.TB, opts ...api.ClientOption) *api.Client {
+	_, c := ownServer(tb, 0, nil, opts...)
+	return c
+}
+
+// ownServer serves an engine on a memory store over a test server (maxBody: the server's
+// MaxBody, 0 for its default; connState, when set, sees the server's connections) and returns a
+// client of it.
+func ownServer(tb testing.TB, maxBody int64, connState func(net.Conn, http.ConnState), opts ...api.ClientOption) (*httptest.Server, *api.Client) {
 	tb.Helper()
 	env := testenv.Start(tb, testenv.Options{Store: memory.New()})
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true, MaxBody: maxBody})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnState = connState
+	ts.Start()
 	tb.Cleanup(ts.Close)
 	tb.Cleanup(srv.Drain)
 	c, err := api.NewClient(ts.URL, "", opts...)
@@ -33,7 +43,7 @@ func transportClient(tb testing.TB, opts ...api.ClientOption) *api.Client {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Close)
-	return c
+	return ts, c
 }
 
 // An empty heartbeat is answered by the server without the engine: its cost is the transport's.
@@ -85,18 +95,7 @@ func TestWorkerCallsOnOwnConnections(t *testing.T) {
 // A kept connection that the server closed while it was idle (a restart, its idle timeout) is
 // dropped before a call is put on it: the call succeeds on a new one instead of being lost.
 func TestOwnConnectionClosedWhileIdle(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Store: memory.New()})
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	c, err := api.NewClient(ts.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	ts, c := ownServer(t, 0, nil)
 	for i := 0; i < 3; i++ {
 		if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -138,19 +137,8 @@ func TestOwnConnectionCallCancelled(t *testing.T) {
 // server stops reading it and closes the connection while the client is still writing: the
 // server's answer is read after the failed write.
 func TestOwnConnectionBodyOverLimit(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Store: memory.New()})
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true, MaxBody: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	c, err := api.NewClient(ts.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	_, err = c.Record(context.Background(), frontend.RecordRequest{RunID: "r", Fence: 1,
+	_, c := ownServer(t, 1024, nil)
+	_, err := c.Record(context.Background(), frontend.RecordRequest{RunID: "r", Fence: 1,
 		Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s", Output: make([]byte, 16<<20)}}})
 	if !jobs.HasCode(err, jobs.CodePayloadTooLarge) {
 		t.Fatalf("a record of 16 MiB against a limit of 1 KiB: %v", err)
@@ -160,25 +148,12 @@ func TestOwnConnectionBodyOverLimit(t *testing.T) {
 // A kept connection is reused after its last call's deadline passed: the deadline goes with the
 // call, so the next call finds the connection alive rather than dialling a new one.
 func TestOwnConnectionKeptPastCallDeadline(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Store: memory.New()})
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, NoUI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var conns atomic.Int32
-	ts := httptest.NewUnstartedServer(srv)
-	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+	_, c := ownServer(t, 0, func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
 		}
-	}
-	ts.Start()
-	t.Cleanup(ts.Close)
-	c, err := api.NewClient(ts.URL, "", api.WithTimeout(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	}, api.WithTimeout(50*time.Millisecond))
 	for i := 0; i < 3; i++ {
 		if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
 			t.Fatalf("call %d: %v", i, err)
