@@ -96,13 +96,14 @@ func (c config) runs(scenario string) bool {
 }
 
 // timerLead is the time the timer runs get to fall asleep before the first is due: three seconds
-// plus 0.5 ms a run, about twice what arming them takes on the reference machine (10k runs were
-// all asleep after 2.8 s on Postgres, 2.3 s on SQLite), so a busier machine still makes it.
+// plus 1 ms a run. Arming 10k runs took 2.8 s on Postgres and 2.3 s on SQLite on one machine and
+// 7.5 s and over 8 s on a slower one, where 0.5 ms a run failed most runs: the lead is untimed,
+// so it is sized for the slow machine.
 func (c config) timerLead() time.Duration {
 	if c.TimerLead > 0 {
 		return c.TimerLead
 	}
-	return 3*time.Second + time.Duration(c.Timers)*time.Millisecond/2
+	return 3*time.Second + time.Duration(c.Timers)*time.Millisecond
 }
 
 func main() {
@@ -201,7 +202,7 @@ func parseConfig() (config, error) {
 	flag.StringVar(&timerWindow, "timer-window", envStr("BENCH_TIMER_WINDOW", pickStr("10s", "2s")),
 		"span over which the timers fall due (BENCH_TIMER_WINDOW)")
 	flag.StringVar(&timerLead, "timer-lead", envStr("BENCH_TIMER_LEAD", "auto"),
-		"first enqueue → first due time, the time the runs get to fall asleep; auto = 3s + 0.5ms per timer (BENCH_TIMER_LEAD)")
+		"first enqueue → first due time, the time the runs get to fall asleep; auto = 3s + 1ms per timer (BENCH_TIMER_LEAD)")
 	flag.IntVar(&c.BulkJobs, "bulk-jobs", envInt("BENCH_BULK_JOBS", pick(20000, 2000)),
 		"no-op jobs inserted in one bulk call (BENCH_BULK_JOBS)")
 	flag.IntVar(&c.TxCount, "tx-count", envInt("BENCH_TX_COUNT", pick(5000, 1000)),
