@@ -344,12 +344,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	defer cancel()
 	if c.conns != nil && method == http.MethodPost && len(query) == 0 && hotPath(path) {
 		h := make(http.Header, 4)
-		h.Set("Content-Type", contentType)
-		h.Set("Accept", ContentMsgpack)
-		if c.token != "" {
-			h.Set("Authorization", "Bearer "+c.token)
-		}
-		injectTrace(ctx, h)
+		c.header(ctx, h, contentType)
 		res, b, err := c.conns.roundTrip(callCtx, path, h, body)
 		if err == nil {
 			return answer(res.StatusCode, res.Header, b)
@@ -368,18 +363,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return response{}, jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if contentType == ContentMsgpack {
-		req.Header.Set("Accept", ContentMsgpack)
-	} else {
-		req.Header.Set("Accept", ContentJSON)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	injectTrace(ctx, req.Header) // the caller's span (trace.go)
+	c.header(ctx, req.Header, contentType)
 	res, err := c.http.Do(req)
 	if err == nil {
 		var b []byte
@@ -390,6 +374,23 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 	}
 	return response{}, c.lost(ctx, err, path, timeout, lost)
+}
+
+// header sets a call's headers, whichever connection carries it: its body's type, the answer's
+// type it accepts, the credential, and the caller's span (trace.go).
+func (c *Client) header(ctx context.Context, h http.Header, contentType string) {
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	if contentType == ContentMsgpack {
+		h.Set("Accept", ContentMsgpack)
+	} else {
+		h.Set("Accept", ContentJSON)
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	injectTrace(ctx, h)
 }
 
 // answer is a call's answer: its body, or the refusal it carries.

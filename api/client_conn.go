@@ -192,18 +192,18 @@ func (wc *wireConn) exchange(host, path string, h http.Header, body []byte) (*ht
 	if werr := bw.Flush(); werr != nil {
 		// The server may have answered before it stopped reading (a body over its limit is
 		// refused with 413 and the connection closed): that answer is the call's.
-		res, err := http.ReadResponse(wc.br, nil)
+		res, b, err := wc.read()
 		if err != nil {
 			return nil, nil, errors.Join(errIdleClosed, werr)
 		}
 		res.Close = true
-		b, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err != nil {
-			return nil, nil, err
-		}
 		return res, b, nil
 	}
+	return wc.read()
+}
+
+// read reads one whole answer.
+func (wc *wireConn) read() (*http.Response, []byte, error) {
 	res, err := http.ReadResponse(wc.br, nil)
 	if err != nil {
 		return nil, nil, err

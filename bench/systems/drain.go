@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ultimat3/jobs/bench/internal/measure"
 )
 
 // Section 12: backlog drain, River's own benchmark shape. A backlog of n no-op jobs is inserted
@@ -84,19 +86,5 @@ func settleLoad(ctx context.Context, dbURL string, load *pgxpool.Pool, tables ..
 		return err
 	}
 	defer conn.Close(context.Background())
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
-			db, loadAppName).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d load connections still open", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return measure.WaitGone(ctx, conn, db, loadAppName, 15*time.Second)
 }

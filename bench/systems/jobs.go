@@ -98,9 +98,6 @@ func (c counting) History(ctx context.Context, runID string, afterSeq int64) ([]
 func (c counting) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
 	resp, err := c.Frontend.Record(ctx, req)
 	if err == nil {
-		if c.onRecord != nil {
-			c.onRecord(req)
-		}
 		for _, cmd := range req.Commands {
 			switch cmd.Kind {
 			case frontend.CmdComplete:
@@ -108,6 +105,9 @@ func (c counting) Record(ctx context.Context, req frontend.RecordRequest) (front
 			case frontend.CmdStep:
 				c.steps.Add(1)
 			}
+		}
+		if c.onRecord != nil {
+			c.onRecord(req) // after the counts, so it sees this record counted
 		}
 	}
 	return resp, err
@@ -157,13 +157,7 @@ func (s *jobsSystem) run(ctx context.Context, def *jobs.Job[int, int], n, concur
 	if err := <-errs; err != nil {
 		return err
 	}
-	for s.completed.Load() < int64(n) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d runs completed: %w", s.completed.Load(), n, ctx.Err())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
+	return awaitCount(ctx, int64(n), s.completed.Load)
 }
 
 func (s *jobsSystem) NoopJobs(ctx context.Context, n, concurrency int) (Result, error) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -75,11 +74,8 @@ func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error)
 		if err := s.startWorker(ctx, noopDef, workers); err != nil {
 			return Result{}, err
 		}
-		for s.completed.Load() < int64(n) {
-			if ctx.Err() != nil {
-				return Result{}, fmt.Errorf("%d of %d runs completed: %w", s.completed.Load(), n, ctx.Err())
-			}
-			time.Sleep(time.Millisecond)
+		if err := awaitCount(ctx, int64(n), s.completed.Load); err != nil {
+			return Result{}, err
 		}
 		// The acknowledged completions are the clock; the store is the check.
 		done, err := s.countCompleted(ctx)

@@ -86,11 +86,8 @@ func (s *jobsSystem) Fairness(ctx context.Context, spec FairnessSpec) (Measure, 
 				return Result{}, err
 			}
 		}
-		for s.completed.Load() < total {
-			if ctx.Err() != nil {
-				return Result{}, fmt.Errorf("%d of %d runs completed: %w", s.completed.Load(), total, ctx.Err())
-			}
-			time.Sleep(time.Millisecond)
+		if err := awaitCount(ctx, total, s.completed.Load); err != nil {
+			return Result{}, err
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -192,11 +192,8 @@ func (s *remoteSystem) run(ctx context.Context, def *jobs.Job[int, int], n, conc
 	// process counts the completions the engine acknowledged and reports its count): polling
 	// the runs table instead cost Postgres a count of up to n rows every few milliseconds, CPU
 	// the in-process row does not pay. The table confirms the count once, at the end.
-	for s.completed() < int64(n) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d runs completed: %w", s.completed(), n, ctx.Err())
-		}
-		time.Sleep(time.Millisecond)
+	if err := awaitCount(ctx, int64(n), s.completed); err != nil {
+		return err
 	}
 	var done int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM jobs.runs WHERE state = 'completed'`).Scan(&done); err != nil {
@@ -340,10 +337,18 @@ func RemoteWorkerMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	var completed, steps, historyRead atomic.Int64
+	// Each acknowledged record that moved the completion count wakes the reporter below.
+	var completed, steps, historyRead, kicked atomic.Int64
 	kick := make(chan struct{}, 1)
-	var fe frontend.Frontend = kicking{Frontend: counting{Frontend: client, completed: &completed, steps: &steps,
-		historyRead: &historyRead}, kick: kick}
+	var fe frontend.Frontend = counting{Frontend: client, completed: &completed, steps: &steps,
+		historyRead: &historyRead, onRecord: func(frontend.RecordRequest) {
+			if n := completed.Load(); kicked.Swap(n) != n {
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+		}}
 	var lat *latencies
 	if os.Getenv("BENCH_REMOTE_PROFILE") != "" {
 		lat = &latencies{}
@@ -429,28 +434,5 @@ func (t timed) Record(ctx context.Context, req frontend.RecordRequest) (frontend
 	resp, err := t.Frontend.Record(ctx, req)
 	t.lat.recN.Add(1)
 	t.lat.recNs.Add(int64(time.Since(t0)))
-	return resp, err
-}
-
-// kicking wakes the completion reporter of a worker process after each acknowledged completion
-// (once counting has counted it).
-type kicking struct {
-	frontend.Frontend
-	kick chan struct{}
-}
-
-func (k kicking) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
-	resp, err := k.Frontend.Record(ctx, req)
-	if err == nil {
-		for _, c := range req.Commands {
-			if c.Kind == frontend.CmdComplete {
-				select {
-				case k.kick <- struct{}{}:
-				default:
-				}
-				break
-			}
-		}
-	}
 	return resp, err
 }

@@ -118,11 +118,8 @@ func (s *jobsSystem) TimerLag(ctx context.Context, spec TimerSpec) (Measure, err
 	}
 
 	return func(ctx context.Context) (Result, error) {
-		for s.completed.Load() < int64(n) {
-			if ctx.Err() != nil {
-				return Result{}, fmt.Errorf("%d of %d runs completed: %w", s.completed.Load(), n, ctx.Err())
-			}
-			time.Sleep(time.Millisecond)
+		if err := awaitCount(ctx, int64(n), s.completed.Load); err != nil {
+			return Result{}, err
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -262,3 +262,15 @@ func ClosedLoop(ctx context.Context, total, concurrency int, fn func(ctx context
 	wg.Wait()
 	return int(done.Load()), context.Cause(ctx)
 }
+
+// awaitCount returns once count() reaches n (checked every millisecond: the clock of a
+// measurement stops there), or ctx's error with how far it got.
+func awaitCount(ctx context.Context, n int64, count func() int64) error {
+	for count() < n {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d runs completed: %w", count(), n, ctx.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}

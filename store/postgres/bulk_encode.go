@@ -36,7 +36,11 @@ func newCopyRows(rowSize, rows int) *copyRows {
 // row starts a row of n fields.
 func (c *copyRows) row(n int) { c.u16(uint16(n)) }
 
-func (c *copyRows) u16(v uint16) { c.buf.Write(binary.BigEndian.AppendUint16(nil, v)) }
+func (c *copyRows) u16(v uint16) {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	c.buf.Write(b[:])
+}
 
 func (c *copyRows) u32(v uint32) {
 	var b [4]byte

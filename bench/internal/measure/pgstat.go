@@ -64,11 +64,17 @@ func ReadDBStats(ctx context.Context, conn *pgx.Conn, db string) (DBStats, error
 // statistics as it exits), or until timeout. Autovacuum workers are not waited for: they come
 // and go on their own schedule. It reports how many were still there if it gave up.
 func WaitIdle(ctx context.Context, conn *pgx.Conn, db string, timeout time.Duration) error {
+	return WaitGone(ctx, conn, db, "", timeout)
+}
+
+// WaitGone is WaitIdle for the backends whose application_name is app alone ("" for all).
+func WaitGone(ctx context.Context, conn *pgx.Conn, db, app string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var n int
 		if err := conn.QueryRow(ctx,
-			`SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`, db).Scan(&n); err != nil {
+			`SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+			 AND ($2 = '' OR application_name = $2)`, db, app).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
