@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// TestListingIndexesSkipRunningRuns: the state, job, queue and key indexes hold no running run
+// (015_listing_partial), so a claim writes none of their entries, and the run search still
+// returns every matching run, running ones included, newest first, a page at a time.
+func TestListingIndexesSkipRunningRuns(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	for _, name := range []string{"runs_state_id", "runs_job_id", "runs_queue_id", "runs_key_id"} {
+		var def string
+		if err := s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`,
+			s.schema, name).Scan(&def); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(def, "WHERE (state <> 'running'::text)") {
+			t.Errorf("%s is %q; want it partial on state <> 'running'", name, def)
+		}
+	}
+
+	// 40 runs over two jobs and two queues in every state; the finished ones share a key.
+	states := []store.State{store.StateReady, store.StateRunning, store.StateCompleted, store.StateRunning,
+		store.StateFailed, store.StateSuspended, store.StateRunning, store.StateDelayed}
+	type row struct {
+		id, job, queue, key string
+		state               store.State
+	}
+	var all []row
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 40 {
+		r := row{id: fmt.Sprintf("r%02d", i), job: fmt.Sprintf("j%d", i%2), queue: fmt.Sprintf("q%d", i%3),
+			key: fmt.Sprintf("k%02d", i), state: states[i%len(states)]}
+		if r.state == store.StateCompleted || r.state == store.StateFailed {
+			r.key = "done"
+		}
+		all = append(all, r)
+		if _, err := s.pool.Exec(ctx, schemaReplacer(s.schema).Replace(`INSERT INTO {S}.runs (id, job, queue, key, state, lease_until, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 = 'running' THEN $6::timestamptz END, $6, $6)`),
+			r.id, r.job, r.queue, r.key, string(r.state), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []store.RunQuery{
+		{ListParams: store.ListParams{Job: "j1", Limit: 4}},
+		{ListParams: store.ListParams{Queue: "q0", Limit: 3}},
+		{ListParams: store.ListParams{Queue: "q2", Job: "j0", Limit: 2}},
+		{Key: "done", ListParams: store.ListParams{Limit: 3}},
+		{Key: "k01", ListParams: store.ListParams{Limit: 3}},
+		{ListParams: store.ListParams{State: store.StateRunning, Limit: 4}},
+		{ListParams: store.ListParams{State: store.StateRunning, Job: "j0", Limit: 2}},
+		{ListParams: store.ListParams{State: store.StateReady, Limit: 2}},
+		{ListParams: store.ListParams{Limit: 7}},
+	} {
+		var want []string
+		for _, r := range slices.Backward(all) {
+			if (q.Job == "" || r.job == q.Job) && (q.Queue == "" || r.queue == q.Queue) &&
+				(q.Key == "" || r.key == q.Key) && (q.State == "" || r.state == q.State) {
+				want = append(want, r.id)
+			}
+		}
+		// Every page, each after the last one's final id, until a short page.
+		var got []string
+		for {
+			page, err := s.RunSearch(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			q.Before = page[len(page)-1].ID
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("search %+v: got %v, want %v", q, got, want)
+		}
+	}
+}
