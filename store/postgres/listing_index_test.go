@@ -12,7 +12,7 @@ import (
 )
 
 // TestListingIndexesSkipRunningRuns: the state, job, queue and key indexes hold no running run
-// (015_listing_partial), so a claim writes none of their entries, and the run search still
+// (015_claim_entries), so a claim writes none of their entries, and the run search still
 // returns every matching run, running ones included, newest first, a page at a time.
 func TestListingIndexesSkipRunningRuns(t *testing.T) {
 	t.Parallel()
@@ -86,6 +86,33 @@ VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 = 'running' THEN $6::timestamptz END, $
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("search %+v: got %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestWorkerReleaseReadsItsOwnRuns: runs_worker holds no running run (015_claim_entries), so
+// WorkerRelease finds a worker's running runs through runs_lease and its sticky ones through
+// runs_worker, never a scan of every run, with the worker's id known to the plan or not.
+func TestWorkerReleaseReadsItsOwnRuns(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	var def string
+	if err := s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_worker'`,
+		s.schema).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "state <> 'running'::text") {
+		t.Errorf("runs_worker is %q; want it to leave out running runs", def)
+	}
+	query := schemaReplacer(s.schema).Replace(sqlWorkerRelease)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan, err := explainPrepared(ctx, s, mode, query, []any{"w1", time.Now(), "ch"})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "runs_worker") || !strings.Contains(plan, "runs_lease") {
+			t.Errorf("%s: plan does not read runs_worker and runs_lease alone:\n%s", mode, plan)
 		}
 	}
 }

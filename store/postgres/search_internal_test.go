@@ -15,7 +15,7 @@ import (
 // id order from an index (002_run_search) without sorting the matches, so a page deep into a
 // million runs reads a page of index entries, whether the plan knows the values (a custom plan)
 // or not (the generic plan a prepared statement gets after a few executions). The listing
-// indexes hold no running run (015_listing_partial): a shape that reads one of them also reads
+// indexes hold no running run (015_claim_entries): a shape that reads one of them also reads
 // the running runs through runs_lease and sorts those alone (they are at most the fleet's
 // slots). The test table is empty, so the planner is told to avoid sequential scans and sorts:
 // a sort above the listing index left in the plan means the index does not serve the shape.

@@ -9,7 +9,7 @@ package postgres
 // (014_bulk_indexes), and a generic plan, the value unknown, proves that index's predicate only
 // from this condition.
 //
-// The state, job, queue and key indexes hold no running run (015_listing_partial). A search
+// The state, job, queue and key indexes hold no running run (015_claim_entries). A search
 // that may read one of them is therefore two branches merged in id order: the runs that are not
 // running (sqlSearchNotRunning, written out so that a generic plan proves those indexes'
 // predicate) and the running ones (sqlSearchRunning), read whole through runs_lease — they are
