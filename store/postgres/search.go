@@ -31,27 +31,45 @@ func (s *Store) RunSearch(ctx context.Context, q store.RunQuery) ([]store.Run, e
 	return out, nil
 }
 
-// searchSQL assembles the query of q (rendered for the store's schema) and its arguments.
+// searchSQL assembles the query of q (rendered for the store's schema) and its arguments; see
+// sql_search.go for its shapes.
 func (s *Store) searchSQL(q store.RunQuery) (string, []any) {
-	var b strings.Builder
-	b.WriteString(sqlSearchHead)
+	var where strings.Builder
 	var args []any
 	add := func(present bool, frag string, v any) {
 		if present {
 			args = append(args, v)
-			fmt.Fprintf(&b, frag, len(args))
+			fmt.Fprintf(&where, frag, len(args))
 		}
 	}
 	add(q.Queue != "", sqlSearchQueue, q.Queue)
-	add(q.State != "", sqlSearchState, string(q.State))
 	add(q.Job != "", sqlSearchJob, q.Job)
 	add(q.Tenant != "", sqlSearchTenant, q.Tenant)
 	add(q.Key != "", sqlSearchKey, q.Key)
 	add(q.Before != "", sqlSearchBefore, q.Before)
 	add(!q.CreatedFrom.IsZero(), sqlSearchCreatedFrom, q.CreatedFrom)
 	add(!q.CreatedTo.IsZero(), sqlSearchCreatedTo, q.CreatedTo)
-	args = append(args, limitArg(q.Limit))
-	fmt.Fprintf(&b, sqlSearchTail, len(args))
+	filters := where.String()
+	var b strings.Builder
+	switch {
+	case q.State == store.StateRunning:
+		args = append(args, limitArg(q.Limit))
+		fmt.Fprintf(&b, sqlSearchRunningCTE, filters)
+		b.WriteString(sqlSearchRunning)
+		fmt.Fprintf(&b, sqlSearchTail, len(args))
+	case q.State != "":
+		args = append(args, string(q.State), limitArg(q.Limit))
+		b.WriteString(sqlSearchHead + sqlSearchNotRunning + filters)
+		fmt.Fprintf(&b, sqlSearchState+sqlSearchTail, len(args)-1, len(args))
+	case q.Queue != "" || q.Job != "" || q.Key != "":
+		args = append(args, limitArg(q.Limit))
+		fmt.Fprintf(&b, sqlSearchRunningCTE, filters)
+		fmt.Fprintf(&b, sqlSearchMerge, sqlSearchHead+sqlSearchNotRunning+filters, len(args))
+	default:
+		args = append(args, limitArg(q.Limit))
+		b.WriteString(sqlSearchHead + filters)
+		fmt.Fprintf(&b, sqlSearchTail, len(args))
+	}
 	return schemaReplacer(s.schema).Replace(b.String()), args
 }
 

@@ -2,13 +2,21 @@ package postgres
 
 // sqlWorkerRelease is WorkerRelease (workers.go) in one statement: a gone worker's running runs
 // are handed back as a lapsed lease is, its sticky reservations on suspended and ready runs end,
-// and every run that became claimable is notified to its queue's pollers. The runs_worker
-// partial index (migration 002_workers) keeps it to the worker's own rows; rows another
-// transaction holds are waited for, not skipped, so nothing the worker held is left behind.
+// and every run that became claimable is notified to its queue's pollers. Its ready and
+// suspended runs are found through runs_worker, which holds no running run (015_claim_entries:
+// a claim writes no entry there), and its running runs through runs_lease, which holds only
+// running runs, the fleet's slots' worth. The candidates are gathered into an array first so
+// that the rows are then read by primary key, locked in id order, and checked again under the
+// lock; rows another transaction holds are waited for, not skipped, so nothing the worker held
+// is left behind.
 const sqlWorkerRelease = `
 WITH held AS (
 	SELECT id, state FROM {S}.runs
-	WHERE worker_id = $1 AND state IN ('running', 'ready', 'suspended')
+	WHERE id = ANY (ARRAY(
+		SELECT id FROM {S}.runs WHERE worker_id = $1 AND worker_id <> '' AND state IN ('ready', 'suspended')
+		UNION ALL
+		SELECT id FROM {S}.runs WHERE state = 'running' AND worker_id = $1))
+		AND worker_id = $1 AND state IN ('running', 'ready', 'suspended')
 	ORDER BY id
 	FOR UPDATE
 ),
