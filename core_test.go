@@ -472,8 +472,28 @@ func TestThousandConcurrentRuns(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		// A stall fails the test, a slow machine does not: the deadline moves on while steps run.
+		// (A thousand runs under -race on a loaded 2-core machine can take longer than one
+		// Await's 20 s.)
 		for i, id := range ids {
-			run := env.Await(id, store.StateCompleted)
+			var run store.Run
+			last, deadline := steps.Load(), time.Now().Add(20*time.Second)
+			for {
+				var err error
+				if run, err = env.Engine.GetRun(context.Background(), id); err != nil {
+					t.Fatal(err)
+				}
+				if run.State == store.StateCompleted {
+					break
+				}
+				if n := steps.Load(); n != last {
+					last, deadline = n, time.Now().Add(20*time.Second)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("run %d: state %s, and no step ran for 20s (%d of 2000 ran)", i, run.State, last)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			var got int
 			_ = jobs.Decode(run.Result, &got)
 			if got != i*2 {
