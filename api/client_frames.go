@@ -27,8 +27,8 @@ var errNoFrames = errors.New("api: the engine does not serve framed calls")
 type framePool struct {
 	conns *connPool // dials, keeps and peeks at the connections
 	token string
-	// off is set once the engine answered the upgrade 404 or 405: an engine from before the
-	// route, whose calls all go plain from then on.
+	// off is set once the upgrade was answered with anything but a switch or a refusal that
+	// may pass (upgrade): an engine from before the route, whose calls all go plain from then on.
 	off atomic.Bool
 }
 
@@ -123,7 +123,13 @@ func (p *framePool) upgrade(wc *wireConn) error {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 	res.Body.Close()
-	if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusMethodNotAllowed {
+	switch res.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// The engine's refusal of this caller or of this moment (a draining engine): the plain
+		// request gets the same, and a later upgrade may be served.
+	default:
+		// An engine from before the route (404), or something between that does not pass the
+		// upgrade on: every call goes plain from now on.
 		p.off.Store(true)
 	}
 	return errNoFrames
