@@ -359,10 +359,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if c.conns != nil && method == http.MethodPost && len(query) == 0 && hotPath(path) {
-		h := make(http.Header, 4)
-		c.header(ctx, h, contentType)
 		// A traced call goes plain: a frame does not carry the caller's span.
-		if route := frameRoute(path); c.frames != nil && route != 0 && h.Get("traceparent") == "" {
+		if route := frameRoute(path); c.frames != nil && route != 0 && !traced(ctx) {
 			status, b, err := c.frames.roundTrip(callCtx, route, body)
 			if err == nil {
 				return answer(status, framedAnswer, b)
@@ -371,6 +369,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 				return response{}, c.lost(ctx, err, path, timeout, lost)
 			}
 		}
+		h := make(http.Header, 4)
+		c.header(ctx, h, contentType)
 		res, b, err := c.conns.roundTrip(callCtx, path, h, body)
 		if err == nil {
 			return answer(res.StatusCode, res.Header, b)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/frontend"
@@ -238,5 +240,23 @@ func TestFramesDrain(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the server closes the idle connection
 	if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil {
 		t.Errorf("a heartbeat after the drain: %v", err)
+	}
+}
+
+// A call under a span goes as a plain request, which carries the span; the rest go framed.
+func TestFramesLeaveTracedCallsPlain(t *testing.T) {
+	t.Parallel()
+	_, _, pc, c, _ := framedServer(t, api.Config{}, "", "", api.WithFrames())
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	traced := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	if _, err := c.Heartbeat(traced, emptyBeat); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil {
+		t.Fatal(err)
+	}
+	if n := pc.count("/v1/worker/heartbeat"); n != 1 {
+		t.Errorf("%d plain heartbeats; want the traced one only", n)
 	}
 }
