@@ -132,6 +132,10 @@ type frameConn struct {
 func (fc *frameConn) serveOne() (ok bool) {
 	s := fc.s
 	_ = fc.conn.SetReadDeadline(time.Now().Add(serverIdleTimeout))
+	if s.drainCtx.Err() != nil {
+		// The drain's cut may have come before the deadline above replaced it.
+		return false
+	}
 	var head [frameCallHeader]byte
 	if _, err := io.ReadFull(fc.br, head[:]); err != nil {
 		return false
@@ -142,7 +146,11 @@ func (fc *frameConn) serveOne() (ok bool) {
 		fc.answer(fc.r, jobs.Errorf(jobs.CodePayloadTooLarge, "the request body is over the limit of %d bytes", s.cfg.MaxBody), nil)
 		return false
 	}
-	_ = fc.conn.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	if fc.br.Buffered() < int(n) {
+		// The body is still coming: it has BodyTimeout to arrive, as a plain request's has.
+		// (The next call's read sets the idle deadline again.)
+		_ = fc.conn.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
 	if cap(fc.body) < int(n) {
 		fc.body = make([]byte, n)
 	}
@@ -150,7 +158,6 @@ func (fc *frameConn) serveOne() (ok bool) {
 	if _, err := io.ReadFull(fc.br, fc.body); err != nil {
 		return false
 	}
-	_ = fc.conn.SetReadDeadline(time.Time{})
 	if int(route) >= len(fc.routes) || fc.routes[route] == nil {
 		fc.answer(fc.r, jobs.Errorf(jobs.CodeBadRequest, "frame names route %d, which this engine does not serve framed", route), nil)
 		return true

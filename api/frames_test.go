@@ -1,14 +1,20 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ultimat3/jobs"
@@ -258,5 +264,59 @@ func TestFramesLeaveTracedCallsPlain(t *testing.T) {
 	}
 	if n := pc.count("/v1/worker/heartbeat"); n != 1 {
 		t.Errorf("%d plain heartbeats; want the traced one only", n)
+	}
+}
+
+// Bad frames are refused, never served: a route the engine does not frame gets X_BAD_REQUEST
+// and the connection goes on; a body over the limit gets X_PAYLOAD_TOO_LARGE and the connection
+// ends; a record's refusal comes back in msgpack.
+func TestFramesRefuseBadFrames(t *testing.T) {
+	t.Parallel()
+	_, _, _, _, url := framedServer(t, api.Config{MaxBody: 1 << 10}, "", "")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "POST /v1/worker/frames HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/msgpack\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", api.FramesProtocol)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v, %v", res, err)
+	}
+	call := func(route byte, body []byte, declared int) (int, *jobs.Error) {
+		t.Helper()
+		head := make([]byte, 5)
+		binary.BigEndian.PutUint32(head, uint32(declared))
+		head[4] = route
+		if _, err := conn.Write(append(head, body...)); err != nil {
+			t.Fatal(err)
+		}
+		ah := make([]byte, 6)
+		if _, err := io.ReadFull(br, ah); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, binary.BigEndian.Uint32(ah))
+		if _, err := io.ReadFull(br, b); err != nil {
+			t.Fatal(err)
+		}
+		var e jobs.Error
+		if err := msgpack.Unmarshal(b, &e); err != nil {
+			t.Fatal(err)
+		}
+		return int(binary.BigEndian.Uint16(ah[4:])), &e
+	}
+	if status, e := call(9, []byte{0x80}, 1); status != http.StatusBadRequest || e.Code != jobs.CodeBadRequest {
+		t.Errorf("an unknown route: %d %+v; want 400 X_BAD_REQUEST", status, e)
+	}
+	if status, e := call(1, []byte{0xc1}, 1); status != http.StatusBadRequest || e.Code != jobs.CodeBadRequest {
+		t.Errorf("a record of malformed msgpack: %d %+v; want 400 X_BAD_REQUEST", status, e)
+	}
+	if status, e := call(1, nil, 1<<20); status != http.StatusRequestEntityTooLarge || e.Code != jobs.CodePayloadTooLarge {
+		t.Errorf("a body over the limit: %d %+v; want 413 X_PAYLOAD_TOO_LARGE", status, e)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after a body over the limit the connection should end: %v", err)
 	}
 }
