@@ -74,6 +74,10 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get("Upgrade") != FramesProtocol {
 		return jobs.Errorf(jobs.CodeBadRequest, "%s upgrades a connection: want Upgrade: %s", framesPath, FramesProtocol)
 	}
+	if r.ContentLength != 0 {
+		// Its bytes would be read as the first frame.
+		return jobs.Errorf(jobs.CodeBadRequest, "the upgrade to %s carries no body", FramesProtocol)
+	}
 	if s.drainCtx.Err() != nil {
 		return jobs.Errorf(jobs.CodeDraining, "the engine is shutting down")
 	}
