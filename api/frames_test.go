@@ -320,3 +320,26 @@ func TestFramesRefuseBadFrames(t *testing.T) {
 		t.Errorf("after a body over the limit the connection should end: %v", err)
 	}
 }
+
+// An upgrade that carries a body, or names another protocol, is refused and nothing is upgraded.
+func TestFramesUpgradeRefused(t *testing.T) {
+	t.Parallel()
+	_, _, _, _, url := framedServer(t, api.Config{}, "", "")
+	for _, v := range []struct{ upgrade, body string }{{api.FramesProtocol, "\x80"}, {"websocket", ""}} {
+		req, err := http.NewRequest(http.MethodPost, url+"/v1/worker/frames", strings.NewReader(v.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", api.ContentMsgpack)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", v.upgrade)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("upgrade %q with body %q: status %d, want 400", v.upgrade, v.body, res.StatusCode)
+		}
+	}
+}
