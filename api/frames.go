@@ -92,12 +92,14 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 			routes[i] = s.workerHistory
 		}
 	}
+	// Counted before the hijack: until then Shutdown waits for this request, so Stop's wait for
+	// the upgraded connections cannot begin before it is counted.
+	s.framing.Add(1)
+	defer s.framing.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return jobs.Wrap(jobs.CodeBadRequest, err, "this connection cannot be upgraded")
 	}
-	s.framing.Add(1)
-	defer s.framing.Done()
 	defer conn.Close()
 	// net/http's read and write deadlines were the upgrade request's.
 	_ = conn.SetDeadline(time.Time{})
