@@ -343,3 +343,36 @@ func TestFramesUpgradeRefused(t *testing.T) {
 		}
 	}
 }
+
+// Stop ends the idle upgraded connections and returns; net/http's Shutdown alone would not wait
+// for them, nor could it close them.
+func TestFramesStop(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, Addr: "127.0.0.1:0", NoUI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := api.NewClient("http://"+srv.Addr(), "", api.WithFrames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v after %s", err, time.Since(began))
+	}
+	if _, err := c.Heartbeat(t.Context(), emptyBeat); err == nil {
+		t.Error("a heartbeat after Stop was answered")
+	}
+}
