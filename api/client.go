@@ -39,6 +39,10 @@ type Client struct {
 	// (client_conn.go); nil sends them through http.
 	conns   *connPool
 	netHTTP bool
+	// frames carries records, heartbeats and history reads as frames on upgraded connections
+	// (client_frames.go, WithFrames); nil sends them as plain requests.
+	frames     *framePool
+	wantFrames bool
 }
 
 var (
@@ -64,6 +68,12 @@ func WithRecordBatching() ClientOption { return func(c *Client) { c.records = &r
 // reads itself (client_conn.go). Optional: the default is the latter for an http:// engine
 // without WithHTTPClient.
 func WithNetHTTP() ClientOption { return func(c *Client) { c.netHTTP = true } }
+
+// WithFrames sends the worker's records, heartbeats and history reads as frames on connections
+// upgraded once to FramesProtocol (frames.go) instead of one HTTP request each. Optional, off
+// by default; it takes effect for an http:// engine without WithHTTPClient or WithNetHTTP, and
+// an engine that does not serve the upgrade gets plain requests as before.
+func WithFrames() ClientOption { return func(c *Client) { c.wantFrames = true } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -92,6 +102,9 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 				port = "80"
 			}
 			c.conns = newConnPool(u.Hostname(), port)
+			if c.wantFrames {
+				c.frames = &framePool{conns: newConnPool(u.Hostname(), port), token: c.token}
+			}
 		}
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
@@ -105,6 +118,9 @@ func (c *Client) Close() {
 	c.http.CloseIdleConnections()
 	if c.conns != nil {
 		c.conns.close()
+	}
+	if c.frames != nil {
+		c.frames.conns.close()
 	}
 }
 
@@ -343,6 +359,16 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if c.conns != nil && method == http.MethodPost && len(query) == 0 && hotPath(path) {
+		// A traced call goes plain: a frame does not carry the caller's span.
+		if route := frameRoute(path); c.frames != nil && route != 0 && !traced(ctx) {
+			status, b, err := c.frames.roundTrip(callCtx, route, body)
+			if err == nil {
+				return answer(status, framedAnswer, b)
+			}
+			if !errors.Is(err, errNoFrames) {
+				return response{}, c.lost(ctx, err, path, timeout, lost)
+			}
+		}
 		h := make(http.Header, 4)
 		c.header(ctx, h, contentType)
 		res, b, err := c.conns.roundTrip(callCtx, path, h, body)
@@ -392,6 +418,9 @@ func (c *Client) header(ctx context.Context, h http.Header, contentType string) 
 	}
 	injectTrace(ctx, h)
 }
+
+// framedAnswer is the headers of every framed answer: msgpack, the refusal's delay in its body.
+var framedAnswer = http.Header{"Content-Type": {ContentMsgpack}}
 
 // answer is a call's answer: its body, or the refusal it carries.
 func answer(status int, h http.Header, b []byte) (response, error) {

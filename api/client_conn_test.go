@@ -56,7 +56,7 @@ func BenchmarkWorkerCall(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		opts []api.ClientOption
-	}{{"own-conns", nil}, {"net-http", []api.ClientOption{api.WithNetHTTP()}}} {
+	}{{"own-conns", nil}, {"frames", []api.ClientOption{api.WithFrames()}}, {"net-http", []api.ClientOption{api.WithNetHTTP()}}} {
 		b.Run(v.name, func(b *testing.B) {
 			c := transportClient(b, v.opts...)
 			b.SetParallelism(8)

@@ -46,6 +46,10 @@ import (
 // without a second thought is not reachable from the network.
 const DefaultAddr = "127.0.0.1:7233"
 
+// serverIdleTimeout is how long a kept-alive connection, plain or upgraded (frames.go), may wait
+// for its next request.
+const serverIdleTimeout = 2 * time.Minute
+
 // Config configures a Server.
 type Config struct {
 	// Engine serves every request. Required.
@@ -108,6 +112,9 @@ type Server struct {
 	// drainCtx ends when Stop begins: long-polls return at once, /readyz answers 503.
 	drainCtx context.Context
 	drain    context.CancelFunc
+	// framing counts the upgraded connections being served (frames.go): net/http's Shutdown
+	// does not wait for a hijacked connection, Stop does.
+	framing sync.WaitGroup
 
 	mu   sync.Mutex
 	http *http.Server
@@ -200,6 +207,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/worker/record", s.serve(s.record))
 	mux.Handle("POST /v1/worker/records", s.serve(s.records))
 	mux.Handle("POST /v1/worker/heartbeat", s.serve(s.heartbeat))
+	mux.Handle("POST "+framesPath, s.serve(s.frames))
 	mux.Handle("POST /v1/worker/history", s.serve(s.workerHistory))
 	mux.Handle("POST /v1/worker/start", s.serve(s.workerStart))
 	mux.Handle("POST /v1/worker/stop", s.serve(s.workerStop))
@@ -283,7 +291,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadTimeout:       time.Minute,
 		// A long-poll holds its response for up to MaxPollWait.
 		WriteTimeout: s.cfg.MaxPollWait + time.Minute,
-		IdleTimeout:  2 * time.Minute,
+		IdleTimeout:  serverIdleTimeout,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.done = make(chan struct{})
@@ -331,6 +339,16 @@ func (s *Server) Stop(ctx context.Context) error {
 	if err != nil {
 		// Out of time: cut the connections still open rather than leave the process hanging.
 		_ = srv.Close()
+	}
+	// The upgraded connections answer the call they are serving and end (frames.go).
+	framed := make(chan struct{})
+	go func() { s.framing.Wait(); close(framed) }()
+	select {
+	case <-framed:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
 	}
 	<-done
 	return err

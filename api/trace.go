@@ -26,6 +26,9 @@ func injectTrace(ctx context.Context, h http.Header) {
 	}
 }
 
+// traced reports whether a call under ctx carries the caller's span (injectTrace would set it).
+func traced(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsValid() }
+
 // extractTrace returns r with the caller's span context in its context, when it sent one.
 func extractTrace(r *http.Request) *http.Request {
 	if r.Header.Get("traceparent") == "" {

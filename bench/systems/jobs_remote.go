@@ -328,7 +328,8 @@ func RemoteWorkerMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := api.NewClient(args[0], "")
+	// Records, heartbeats and history reads as frames on upgraded connections (api/frames.go).
+	client, err := api.NewClient(args[0], "", api.WithFrames())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,166 @@
+package api
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// The client's half of the framed worker calls (frames.go): a pool of connections upgraded to
+// FramesProtocol, each used by one call at a time, as the plain connections of client_conn.go
+// are. The same rules hold: a call that was written is never sent again by the client (its
+// answer lost is X_COMMIT_UNKNOWN for a record, which the worker's marked resend settles); a
+// kept connection the server closed while idle is seen by the peek and dropped first; the
+// caller's context bounds the call and its cancellation cuts the connection.
+
+// errNoFrames says a call could not go framed and was not sent: the caller sends it as a plain
+// request.
+var errNoFrames = errors.New("api: the engine does not serve framed calls")
+
+// framePool keeps the client's upgraded connections to one engine.
+type framePool struct {
+	conns *connPool // dials, keeps and peeks at the connections
+	token string
+	// off is set once the upgrade was answered with anything but a switch or a refusal that
+	// may pass (upgrade): an engine from before the route, whose calls all go plain from then on.
+	off atomic.Bool
+}
+
+// roundTrip sends one framed call and returns the answer's status and body.
+func (p *framePool) roundTrip(ctx context.Context, route byte, body []byte) (int, []byte, error) {
+	if p.off.Load() {
+		return 0, nil, errNoFrames
+	}
+	for attempt := 0; ; attempt++ {
+		status, b, err := p.roundTripOnce(ctx, route, body)
+		if errors.Is(err, errIdleClosed) && attempt == 0 {
+			continue
+		}
+		return status, b, err
+	}
+}
+
+func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte) (int, []byte, error) {
+	wc, reused, err := p.conns.get(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = wc.SetDeadline(d)
+	} else {
+		_ = wc.SetDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { _ = wc.SetDeadline(time.Unix(1, 0)) })
+	if !reused {
+		if err = p.upgrade(wc); err != nil {
+			stop()
+			wc.Close()
+			if errors.Is(err, errNoFrames) || ctx.Err() == nil {
+				// Not upgraded, nothing of the call sent: it goes plain. A connection that
+				// could not be dialled or upgraded because of the engine's state says so again
+				// on the plain request.
+				return 0, nil, errNoFrames
+			}
+			return 0, nil, ctx.Err()
+		}
+	}
+	status, b, err := wc.frame(route, body)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		<-ctx.Done()
+	}
+	if !stop() || ctx.Err() != nil {
+		wc.Close()
+		if err == nil {
+			err = ctx.Err()
+		} else if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		return 0, nil, err
+	}
+	if err != nil {
+		wc.Close()
+		if errors.Is(err, errIdleClosed) {
+			if reused {
+				return 0, nil, errIdleClosed
+			}
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	p.conns.put(wc)
+	return status, b, nil
+}
+
+// upgrade asks for FramesProtocol on a new connection: nil once switched, errNoFrames when the
+// engine answered anything else.
+func (p *framePool) upgrade(wc *wireConn) error {
+	bw := wc.bw
+	bw.WriteString("POST " + framesPath + " HTTP/1.1\r\nHost: ")
+	bw.WriteString(p.conns.host)
+	bw.WriteString("\r\nContent-Length: 0\r\nContent-Type: " + ContentMsgpack + "\r\nAccept: " + ContentMsgpack +
+		"\r\nConnection: Upgrade\r\nUpgrade: " + FramesProtocol + "\r\n")
+	if p.token != "" {
+		bw.WriteString("Authorization: Bearer ")
+		bw.WriteString(p.token)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString("\r\n")
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	res, err := http.ReadResponse(wc.br, nil)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols && res.Header.Get("Upgrade") == FramesProtocol {
+		return nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+	res.Body.Close()
+	switch res.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// The engine's refusal of this caller or of this moment (a draining engine): the plain
+		// request gets the same, and a later upgrade may be served.
+	default:
+		// An engine from before the route (404), or something between that does not pass the
+		// upgrade on: every call goes plain from now on.
+		p.off.Store(true)
+	}
+	return errNoFrames
+}
+
+// frame writes one call and reads its answer.
+func (wc *wireConn) frame(route byte, body []byte) (int, []byte, error) {
+	var head [frameCallHeader]byte
+	binary.BigEndian.PutUint32(head[:4], uint32(len(body)))
+	head[4] = route
+	wc.bw.Write(head[:])
+	wc.bw.Write(body)
+	if err := wc.bw.Flush(); err != nil {
+		// Not all of the frame reached the engine, which serves only whole frames.
+		return 0, nil, errors.Join(errIdleClosed, err)
+	}
+	var ah [frameAnswerHeader]byte
+	if _, err := io.ReadFull(wc.br, ah[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(ah[:4])
+	if n > maxFrameAnswer {
+		return 0, nil, fmt.Errorf("api: a framed answer of %d bytes is over the limit of %d", n, maxFrameAnswer)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(wc.br, b); err != nil {
+		return 0, nil, err
+	}
+	return int(binary.BigEndian.Uint16(ah[4:])), b, nil
+}
+
+// maxFrameAnswer bounds what the client reads for one framed answer: a history read is the
+// largest, and the engine's answers are far under it.
+const maxFrameAnswer = 256 << 20

@@ -1,0 +1,249 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"time"
+
+	"github.com/ultimat3/jobs"
+)
+
+// Framed worker calls: the step record (and the heartbeat and history read beside it) on a
+// connection upgraded once from HTTP/1.1, each call one length-prefixed frame each way.
+//
+// Why: a remote step waits for its record's answer, and measured on the loaded 2-core machine
+// the engine's process spent about as much CPU in net/http around a record (reading and parsing
+// its headers, the ServeMux matched twice, the middleware chain, the background read net/http
+// starts for every request and stops, with a goroutine hand-off, before it answers) as in the
+// record itself. On an upgraded connection the credential, the Origin and address rules and the
+// route are checked once, at the upgrade, by the same middleware as any request; each call after
+// it is a read of its frame, the route's own handler (the same checks, the same refusals) and a
+// write of the answer, on the connection's goroutine.
+//
+// The wire, version 1 (Upgrade: jobs-frames/1, POST /v1/worker/frames):
+//
+//	call:   u32 body length, u8 route (frameRoutes), body (the route's msgpack request)
+//	answer: u32 body length, u16 HTTP status, body (the route's msgpack answer, or its refusal)
+//
+// Calls on one connection are sequential: the client sends the next frame once the previous
+// answer is read. An engine without the route answers the upgrade 404, and the client sends
+// those calls as plain requests again (client_frames.go), so old and new mix freely.
+//
+// What a plain request has and a frame does not: the server does not watch a framed call for the
+// client leaving (no background read), which the record does not need (its commit goes on
+// regardless, and the engine settles a lost answer by the resend), and the caller's span is not
+// carried, so the client sends a traced call as a plain request. Polls stay plain requests: a
+// long-poll must end when its worker leaves.
+
+// FramesProtocol is the Upgrade token of the framed worker calls.
+const FramesProtocol = "jobs-frames/1"
+
+// framesPath is the route that upgrades a connection to frames.
+const framesPath = "/v1/worker/frames"
+
+// frameRoutes are the routes a frame may name, by their number on the wire. The numbers are
+// the protocol: never reuse one.
+var frameRoutes = [...]string{1: "/v1/worker/record", 2: "/v1/worker/heartbeat", 3: "/v1/worker/history"}
+
+// frameRoute is the number of a route that may be framed, or 0.
+func frameRoute(path string) byte {
+	for i, p := range frameRoutes {
+		if p != "" && p == path {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+const (
+	frameCallHeader   = 5 // u32 length, u8 route
+	frameAnswerHeader = 6 // u32 length, u16 status
+)
+
+// frames upgrades the connection and serves its framed calls until the client closes it, it
+// stays idle past the server's idle timeout, or the server drains.
+func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
+	if r.Header.Get("Upgrade") != FramesProtocol {
+		return jobs.Errorf(jobs.CodeBadRequest, "%s upgrades a connection: want Upgrade: %s", framesPath, FramesProtocol)
+	}
+	if r.ContentLength != 0 {
+		// Its bytes would be read as the first frame.
+		return jobs.Errorf(jobs.CodeBadRequest, "the upgrade to %s carries no body", FramesProtocol)
+	}
+	if s.drainCtx.Err() != nil {
+		return jobs.Errorf(jobs.CodeDraining, "the engine is shutting down")
+	}
+	routes := make([]func(http.ResponseWriter, *http.Request) error, len(frameRoutes))
+	for i, p := range frameRoutes {
+		switch p {
+		case "/v1/worker/record":
+			routes[i] = s.record
+		case "/v1/worker/heartbeat":
+			routes[i] = s.heartbeat
+		case "/v1/worker/history":
+			routes[i] = s.workerHistory
+		}
+	}
+	// Counted before the hijack: until then Shutdown waits for this request, so Stop's wait for
+	// the upgraded connections cannot begin before it is counted.
+	s.framing.Add(1)
+	defer s.framing.Done()
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return jobs.Wrap(jobs.CodeBadRequest, err, "this connection cannot be upgraded")
+	}
+	defer conn.Close()
+	// net/http's read and write deadlines were the upgrade request's.
+	_ = conn.SetDeadline(time.Time{})
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + FramesProtocol + "\r\n\r\n")
+	if brw.Flush() != nil {
+		return nil
+	}
+	// A drain ends the connection between calls: an idle read is cut at once, a call in
+	// progress is answered first.
+	draining := false
+	stop := context.AfterFunc(s.drainCtx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	fc := &frameConn{s: s, r: r, br: brw.Reader, bw: brw.Writer, conn: conn, routes: routes}
+	for !draining {
+		if !fc.serveOne() {
+			return nil
+		}
+		draining = s.drainCtx.Err() != nil
+	}
+	return nil
+}
+
+// frameConn is one upgraded connection on the server.
+type frameConn struct {
+	s      *Server
+	r      *http.Request // the upgrade: its context (the credential) and headers serve every call
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	conn   net.Conn
+	routes []func(http.ResponseWriter, *http.Request) error
+	body   []byte
+	out    frameWriter
+}
+
+// serveOne reads one call and answers it; false ends the connection.
+func (fc *frameConn) serveOne() (ok bool) {
+	s := fc.s
+	_ = fc.conn.SetReadDeadline(time.Now().Add(serverIdleTimeout))
+	if s.drainCtx.Err() != nil {
+		// The drain's cut may have come before the deadline above replaced it.
+		return false
+	}
+	var head [frameCallHeader]byte
+	if _, err := io.ReadFull(fc.br, head[:]); err != nil {
+		return false
+	}
+	n, route := binary.BigEndian.Uint32(head[:4]), head[4]
+	if int64(n) > s.cfg.MaxBody {
+		// The rest of the stream cannot be trusted to be read past: answer, then close.
+		fc.answer(fc.r, jobs.Errorf(jobs.CodePayloadTooLarge, "the request body is over the limit of %d bytes", s.cfg.MaxBody), nil)
+		return false
+	}
+	if fc.br.Buffered() < int(n) {
+		// The body is still coming: it has BodyTimeout to arrive, as a plain request's has.
+		// (The next call's read sets the idle deadline again.)
+		_ = fc.conn.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	if cap(fc.body) < int(n) {
+		fc.body = make([]byte, n)
+	}
+	fc.body = fc.body[:n]
+	if _, err := io.ReadFull(fc.br, fc.body); err != nil {
+		return false
+	}
+	if int(route) >= len(fc.routes) || fc.routes[route] == nil {
+		fc.answer(fc.r, jobs.Errorf(jobs.CodeBadRequest, "frame names route %d, which this engine does not serve framed", route), nil)
+		return true
+	}
+	// The route's handler sees the request it would have seen on its own: the upgrade's
+	// context and headers, its own path and this frame's body.
+	r := fc.r.WithContext(fc.r.Context())
+	r.URL = &url.URL{Path: frameRoutes[route]}
+	r.Body = io.NopCloser(bytes.NewReader(fc.body))
+	r.ContentLength = int64(n)
+	fc.out.reset()
+	err := fc.call(route, r)
+	return fc.answer(r, err, &fc.out)
+}
+
+// call runs a route's handler, turning a panic into a logged X_INTERNAL as the recover
+// middleware does for a plain request.
+func (fc *frameConn) call(route byte, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			fc.s.log.Error("jobs.api.panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
+		}
+	}()
+	return fc.routes[route](&fc.out, r)
+}
+
+// answer writes a call's answer: the handler's, or err's refusal in msgpack.
+func (fc *frameConn) answer(r *http.Request, err error, out *frameWriter) bool {
+	if err != nil {
+		var ew frameWriter
+		fc.s.writeError(&ew, r, err)
+		out = &ew
+	}
+	status := out.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	var head [frameAnswerHeader]byte
+	binary.BigEndian.PutUint32(head[:4], uint32(len(out.buf)))
+	binary.BigEndian.PutUint16(head[4:], uint16(status))
+	_ = fc.conn.SetWriteDeadline(time.Now().Add(fc.s.cfg.BodyTimeout))
+	fc.bw.Write(head[:])
+	fc.bw.Write(out.buf)
+	if fc.bw.Flush() != nil {
+		return false
+	}
+	_ = fc.conn.SetWriteDeadline(time.Time{})
+	return true
+}
+
+// frameWriter is the http.ResponseWriter a framed call's handler writes to.
+type frameWriter struct {
+	h      http.Header
+	status int
+	buf    []byte
+}
+
+func (w *frameWriter) reset() {
+	w.status, w.buf = 0, w.buf[:0]
+	clear(w.h)
+}
+
+func (w *frameWriter) Header() http.Header {
+	if w.h == nil {
+		w.h = make(http.Header, 2)
+	}
+	return w.h
+}
+
+func (w *frameWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *frameWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.buf = append(w.buf, b...)
+	return len(b), nil
+}
