@@ -40,9 +40,9 @@ type Client struct {
 	conns   *connPool
 	netHTTP bool
 	// frames carries records, heartbeats and history reads as frames on upgraded connections
-	// (client_frames.go, WithFrames); nil sends them as plain requests.
-	frames     *framePool
-	wantFrames bool
+	// (client_frames.go); nil sends them as plain requests (WithoutFrames).
+	frames   *framePool
+	noFrames bool
 }
 
 var (
@@ -69,11 +69,12 @@ func WithRecordBatching() ClientOption { return func(c *Client) { c.records = &r
 // without WithHTTPClient.
 func WithNetHTTP() ClientOption { return func(c *Client) { c.netHTTP = true } }
 
-// WithFrames sends the worker's records, heartbeats and history reads as frames on connections
-// upgraded once to FramesProtocol (frames.go) instead of one HTTP request each. Optional, off
-// by default; it takes effect for an http:// engine without WithHTTPClient or WithNetHTTP, and
-// an engine that does not serve the upgrade gets plain requests as before.
-func WithFrames() ClientOption { return func(c *Client) { c.wantFrames = true } }
+// WithoutFrames sends the worker's records, heartbeats and history reads as one request each on
+// the client's own connections, instead of as frames on connections upgraded once to
+// FramesProtocol (frames.go). Optional: frames are the default for an http:// engine without
+// WithHTTPClient or WithNetHTTP, and an engine that does not serve the upgrade gets plain
+// requests anyway.
+func WithoutFrames() ClientOption { return func(c *Client) { c.noFrames = true } }
 
 // WithTimeout bounds each call, and a long-poll beyond its wait. Optional: default 30s.
 func WithTimeout(d time.Duration) ClientOption {
@@ -102,7 +103,7 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 				port = "80"
 			}
 			c.conns = newConnPool(u.Hostname(), port)
-			if c.wantFrames {
+			if !c.noFrames {
 				c.frames = &framePool{conns: newConnPool(u.Hostname(), port), token: c.token}
 			}
 		}

@@ -56,7 +56,7 @@ func BenchmarkWorkerCall(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		opts []api.ClientOption
-	}{{"own-conns", nil}, {"frames", []api.ClientOption{api.WithFrames()}}, {"net-http", []api.ClientOption{api.WithNetHTTP()}}} {
+	}{{"own-conns", []api.ClientOption{api.WithoutFrames()}}, {"frames", nil}, {"net-http", []api.ClientOption{api.WithNetHTTP()}}} {
 		b.Run(v.name, func(b *testing.B) {
 			c := transportClient(b, v.opts...)
 			b.SetParallelism(8)
@@ -85,7 +85,7 @@ func TestWorkerCallsOnOwnConnections(t *testing.T) {
 			}
 		})
 	}
-	own, std := allocs(), allocs(api.WithNetHTTP())
+	own, std := allocs(api.WithoutFrames()), allocs(api.WithNetHTTP())
 	t.Logf("allocations per call (client and server): %.0f on own connections, %.0f through net/http", own, std)
 	if own > std-20 {
 		t.Fatalf("a call on the client's own connections allocates %.0f times, through net/http %.0f: want at least 20 fewer", own, std)
@@ -95,7 +95,7 @@ func TestWorkerCallsOnOwnConnections(t *testing.T) {
 // A kept connection that the server closed while it was idle (a restart, its idle timeout) is
 // dropped before a call is put on it: the call succeeds on a new one instead of being lost.
 func TestOwnConnectionClosedWhileIdle(t *testing.T) {
-	ts, c := ownServer(t, 0, nil)
+	ts, c := ownServer(t, 0, nil, api.WithoutFrames())
 	for i := 0; i < 3; i++ {
 		if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -108,7 +108,7 @@ func TestOwnConnectionClosedWhileIdle(t *testing.T) {
 // A call whose context ends while the engine holds it (a long-poll) returns at once with the
 // context's error, and the connection it held is not kept.
 func TestOwnConnectionCallCancelled(t *testing.T) {
-	c := transportClient(t)
+	c := transportClient(t, api.WithoutFrames())
 	if _, err := c.DeclareManifest(context.Background(), frontend.Manifest{WorkerID: "w", Queues: []string{"q"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestOwnConnectionCallCancelled(t *testing.T) {
 // server stops reading it and closes the connection while the client is still writing: the
 // server's answer is read after the failed write.
 func TestOwnConnectionBodyOverLimit(t *testing.T) {
-	_, c := ownServer(t, 1024, nil)
+	_, c := ownServer(t, 1024, nil, api.WithoutFrames())
 	_, err := c.Record(context.Background(), frontend.RecordRequest{RunID: "r", Fence: 1,
 		Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s", Output: make([]byte, 16<<20)}}})
 	if !jobs.HasCode(err, jobs.CodePayloadTooLarge) {
@@ -153,7 +153,7 @@ func TestOwnConnectionKeptPastCallDeadline(t *testing.T) {
 		if s == http.StateNew {
 			conns.Add(1)
 		}
-	}, api.WithTimeout(50*time.Millisecond))
+	}, api.WithTimeout(50*time.Millisecond), api.WithoutFrames())
 	for i := 0; i < 3; i++ {
 		if _, err := c.Heartbeat(context.Background(), emptyBeat); err != nil {
 			t.Fatalf("call %d: %v", i, err)

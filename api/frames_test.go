@@ -75,11 +75,11 @@ func framedServer(t *testing.T, cfg api.Config, refuse, token string, opts ...ap
 	return env, srv, pc, c, ts.URL
 }
 
-// With WithFrames, a remote worker's records go as frames on a few upgraded connections, not one
+// By default, a remote worker's records go as frames on a few upgraded connections, not one
 // request each, and every run's history is exactly what plain records write.
 func TestFramedWorkerRecords(t *testing.T) {
 	t.Parallel()
-	env, _, pc, c, _ := framedServer(t, api.Config{}, "", "", api.WithFrames())
+	env, _, pc, c, _ := framedServer(t, api.Config{}, "", "")
 	reg, err := jobs.NewRegistry(batchedJob)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestFramedWorkerRecords(t *testing.T) {
 // still refuses a stale fence framed.
 func TestFramedRecordRefusals(t *testing.T) {
 	t.Parallel()
-	env, _, pc, c, url := framedServer(t, api.Config{}, "", "", api.WithFrames())
+	env, _, pc, c, url := framedServer(t, api.Config{}, "", "")
 	testenv.Declare(t, env.Engine, "w1", batchedJob)
 	if _, err := batchedJob.Enqueue(t.Context(), env.Engine, 1); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestFramedRecordRefusals(t *testing.T) {
 		return frontend.RecordRequest{RunID: task.RunID, Fence: fence, AfterSeq: task.LastSeq, WorkerID: "w1",
 			LeaseToken: task.LeaseToken, Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: "s0", Output: out}}}
 	}
-	plainClient, err := api.NewClient(url, "")
+	plainClient, err := api.NewClient(url, "", api.WithoutFrames())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestFramedRecordRefusals(t *testing.T) {
 // calls as plain requests.
 func TestFramesFallBackOnOldEngine(t *testing.T) {
 	t.Parallel()
-	_, _, pc, c, _ := framedServer(t, api.Config{}, "/v1/worker/frames", "", api.WithFrames())
+	_, _, pc, c, _ := framedServer(t, api.Config{}, "/v1/worker/frames", "")
 	for i := 0; i < 5; i++ {
 		if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil {
 			t.Fatal(err)
@@ -207,11 +207,11 @@ func TestFramesFallBackOnOldEngine(t *testing.T) {
 func TestFramesCredentials(t *testing.T) {
 	t.Parallel()
 	cfg := api.Config{Credentials: []api.Credential{{Token: "wt", Role: api.RoleWorker}, {Token: "vt", Role: api.RoleViewer}}}
-	_, _, pc, c, url := framedServer(t, cfg, "", "nope", api.WithFrames())
+	_, _, pc, c, url := framedServer(t, cfg, "", "nope")
 	if _, err := c.Heartbeat(t.Context(), emptyBeat); !jobs.HasCode(err, jobs.CodeUnauthorized) {
 		t.Errorf("a wrong token: %v; want X_UNAUTHORIZED", err)
 	}
-	viewer, err := api.NewClient(url, "vt", api.WithFrames())
+	viewer, err := api.NewClient(url, "vt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestFramesCredentials(t *testing.T) {
 	if _, err := viewer.Heartbeat(t.Context(), emptyBeat); !jobs.HasCode(err, jobs.CodeForbidden) {
 		t.Errorf("a viewer's heartbeat: %v; want X_FORBIDDEN", err)
 	}
-	worker, err := api.NewClient(url, "wt", api.WithFrames())
+	worker, err := api.NewClient(url, "wt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestFramesCredentials(t *testing.T) {
 // A drain ends the idle upgraded connections; the client's next call still gets its answer.
 func TestFramesDrain(t *testing.T) {
 	t.Parallel()
-	_, srv, _, c, _ := framedServer(t, api.Config{}, "", "", api.WithFrames())
+	_, srv, _, c, _ := framedServer(t, api.Config{}, "", "")
 	if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestFramesDrain(t *testing.T) {
 // A call under a span goes as a plain request, which carries the span; the rest go framed.
 func TestFramesLeaveTracedCallsPlain(t *testing.T) {
 	t.Parallel()
-	_, _, pc, c, _ := framedServer(t, api.Config{}, "", "", api.WithFrames())
+	_, _, pc, c, _ := framedServer(t, api.Config{}, "", "")
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	traced := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
@@ -356,7 +356,7 @@ func TestFramesStop(t *testing.T) {
 	if err := srv.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := api.NewClient("http://"+srv.Addr(), "", api.WithFrames())
+	c, err := api.NewClient("http://"+srv.Addr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -329,7 +329,7 @@ func RemoteWorkerMain(args []string) error {
 		return err
 	}
 	// Records, heartbeats and history reads as frames on upgraded connections (api/frames.go).
-	client, err := api.NewClient(args[0], "", api.WithFrames())
+	client, err := api.NewClient(args[0], "")
 	if err != nil {
 		return err
 	}
