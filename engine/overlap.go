@@ -18,11 +18,31 @@ import (
 // The store already admits two commits at once (Committers > 1 does that); two records of one
 // run are never in the same pair of batches out of order, because a run's next record waits
 // for its previous one's answer.
+//
+// The two committers are long-lived goroutines and each batch's slice comes back to be reused:
+// a goroutine started per commit grew its stack through the store's driver on every batch, and
+// a slice of MaxBatch made per batch was most of the engine's allocated bytes per record.
 func (e *Engine) overlapLoop(ctx context.Context) {
 	const maxInFlight = 2
-	finished := make(chan struct{}, maxInFlight)
+	commitCtx := context.WithoutCancel(ctx)
+	// Buffered to maxInFlight: a batch is handed over only while a committer is free, and a
+	// committer hands its slice back without waiting for the loop.
+	batches := make(chan []*commitReq, maxInFlight)
+	finished := make(chan []*commitReq, maxInFlight)
+	defer close(batches)
+	for range maxInFlight {
+		go func() {
+			for b := range batches {
+				e.commit(commitCtx, b)
+				clear(b) // no answered record stays reachable from a spare slice
+				finished <- b[:0]
+			}
+		}()
+	}
+	spare := make([][]*commitReq, 0, maxInFlight)
 	inFlight := 0
-	wait := func() { <-finished; inFlight-- }
+	done := func(b []*commitReq) { spare = append(spare, b); inFlight-- }
+	wait := func() { done(<-finished) }
 	for {
 		if inFlight == maxInFlight {
 			wait()
@@ -32,8 +52,8 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 			select {
 			case r := <-e.commits:
 				first = r
-			case <-finished:
-				inFlight--
+			case b := <-finished:
+				done(b)
 			case <-ctx.Done():
 				for inFlight > 0 {
 					wait()
@@ -49,8 +69,13 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 				}
 			}
 		}
-		batch := make([]*commitReq, 1, e.cfg.MaxBatch)
-		batch[0] = first
+		var batch []*commitReq
+		if n := len(spare); n > 0 {
+			batch, spare = spare[n-1], spare[:n-1]
+		} else {
+			batch = make([]*commitReq, 0, e.cfg.MaxBatch)
+		}
+		batch = append(batch, first)
 		// A commit is in flight: gather until it finishes (then this batch goes, as with one
 		// committer) or until the batch is full enough to be worth a second fsync in parallel.
 	gather:
@@ -58,16 +83,13 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 			select {
 			case r := <-e.commits:
 				batch = append(batch, r)
-			case <-finished:
-				inFlight--
+			case b := <-finished:
+				done(b)
 				break gather
 			}
 		}
 		batch = e.fillBatch(batch)
 		inFlight++
-		go func() {
-			e.commit(context.WithoutCancel(ctx), batch)
-			finished <- struct{}{}
-		}()
+		batches <- batch
 	}
 }

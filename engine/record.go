@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -23,6 +24,12 @@ type commitReq struct {
 	afterSeq int64
 	done     chan commitRes
 }
+
+// commitReqs recycles the records of answered group commits: a record with its answer channel
+// was the largest allocation per step. A record is put back only once its answer was received;
+// one abandoned by its caller (ctx done) is left to the collector, as the committer may still
+// answer it.
+var commitReqs = sync.Pool{New: func() any { return &commitReq{done: make(chan commitRes, 1)} }}
 
 type commitRes struct {
 	res store.MutationResult
@@ -49,7 +56,8 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, err
 	}
 	m.AfterSeq = req.AfterSeq
-	r := &commitReq{m: m, afterSeq: req.AfterSeq, done: make(chan commitRes, 1)}
+	r := commitReqs.Get().(*commitReq)
+	r.m, r.afterSeq = m, req.AfterSeq
 	if req.Retry {
 		landed, err := e.landed(ctx, r)
 		if err != nil {
@@ -96,6 +104,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	var out commitRes
 	select {
 	case out = <-r.done:
+		// Answered: the committer is done with r (it never touches a record after its answer).
+		*r = commitReq{done: r.done}
+		commitReqs.Put(r)
 	case <-ctx.Done():
 		// The commit may still land; the worker's retry (same AfterSeq) finds it through recovery.
 		return frontend.RecordResponse{}, jobs.Wrap(jobs.CodeCommitUnknown, ctx.Err(), "run %s", req.RunID)

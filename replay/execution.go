@@ -78,6 +78,9 @@ type Execution struct {
 	cfg    Config
 	ctx    *jobs.Ctx
 	cancel context.CancelCauseFunc
+	// recCtx is ctx without its cancellation, made once: a record outlives a cancelled body
+	// (the commit may land), and every step records under it.
+	recCtx context.Context
 
 	// Owned by the body goroutine.
 	cs         calls
@@ -158,6 +161,7 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	ctx, cancel := context.WithCancelCause(parent)
 	e.cancel = cancel
 	e.ctx = jobs.NewCtx(ctx, cfg.Info, (*runtimeImpl)(e))
+	e.recCtx = context.WithoutCancel(e.ctx)
 	out := e.out
 	go e.run()
 	return e, out, nil
@@ -333,7 +337,7 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 	if cause := e.aborted.Load(); cause != nil {
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
 	}
-	resp, err := e.rec.Record(context.WithoutCancel(e.ctx), cmds)
+	resp, err := e.rec.Record(e.recCtx, cmds)
 	if err != nil {
 		if c := jobs.CodeOf(err); c == jobs.CodeAborted || c == jobs.CodeJobLeaseLost {
 			var je *jobs.Error

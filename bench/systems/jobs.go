@@ -135,6 +135,8 @@ func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concu
 // run enqueues n runs from `concurrency` producers while the worker executes them, and returns
 // when every run's completion was acknowledged.
 func (s *jobsSystem) run(ctx context.Context, def *jobs.Job[int, int], n, concurrency int) error {
+	// BENCH_REMOTE_PROFILE names a directory for a CPU profile of the window (a diagnosis aid).
+	defer profile(fmt.Sprintf("%s%d", def.Name(), concurrency))()
 	if err := s.startWorker(ctx, def, concurrency); err != nil {
 		return err
 	}
