@@ -470,7 +470,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease(),
 			TraceParent: r.TraceParent, TraceState: r.TraceState}
-		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
+		tasks[i].LeaseToken = e.signLease(key, r.ID, r.Fence, r.WorkerID)
 		e.claimed.Add(r.ID, r.Job)
 		e.notes.Remove(r.ID)
 		e.seedLedger(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/store"
 )
 
 // overlapLoop is the committer when Config.OverlapAt is set: one group commit in flight as a
@@ -32,8 +33,9 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 	defer close(batches)
 	for range maxInFlight {
 		go func() {
+			var scratch []store.Mutation
 			for b := range batches {
-				e.commit(commitCtx, b)
+				e.commit(commitCtx, b, &scratch)
 				clear(b) // no answered record stays reachable from a spare slice
 				finished <- b[:0]
 			}

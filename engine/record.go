@@ -243,6 +243,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 // up for the next one: the batch grows with the load and costs no added latency at low load.
 func (e *Engine) commitLoop(ctx context.Context) {
 	batch := make([]*commitReq, 0, e.cfg.MaxBatch)
+	var scratch []store.Mutation
 	for {
 		batch = batch[:0]
 		select {
@@ -259,7 +260,7 @@ func (e *Engine) commitLoop(ctx context.Context) {
 				}
 			}
 		}
-		e.commit(context.WithoutCancel(ctx), e.fillBatch(batch))
+		e.commit(context.WithoutCancel(ctx), e.fillBatch(batch), &scratch)
 	}
 }
 
@@ -277,10 +278,22 @@ func (e *Engine) fillBatch(batch []*commitReq) []*commitReq {
 	return batch
 }
 
-func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
-	ms := make([]store.Mutation, len(batch))
-	for i, r := range batch {
-		ms[i] = r.m
+// commit applies batch in one store call. scratch is the committer's own slice for the
+// mutations, reused from batch to batch (a Mutation is large; one slice per batch was garbage
+// proportional to the records); nil makes one.
+func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]store.Mutation) {
+	var ms []store.Mutation
+	if scratch != nil {
+		ms = (*scratch)[:0]
+	}
+	for _, r := range batch {
+		ms = append(ms, r.m)
+	}
+	if scratch != nil {
+		defer func() {
+			clear(ms) // no committed record's events stay reachable from the scratch slice
+			*scratch = ms[:0]
+		}()
 	}
 	began := time.Now()
 	results, err := e.store.RunApply(ctx, ms)

@@ -109,6 +109,7 @@ type Execution struct {
 	// answer into it, never across a record's round trip, so starting, replaying or finishing
 	// a step never waits for another's record.
 	recMu    sync.Mutex
+	one      [1]frontend.Command // recordOne's slice, under recMu
 	csMu     sync.Mutex
 	inflight sync.WaitGroup
 	pmu      sync.Mutex
@@ -326,6 +327,17 @@ func (e *Execution) undo(name string) {
 	delete(e.names, name)
 }
 
+// recordOne records a single command from the execution's own one-command slice instead of a
+// slice made per call: a live step records once, and its command is the largest allocation of
+// the step on the body's side. A recorder does not keep the slice past its answer.
+func (e *Execution) recordOne(cmd frontend.Command) (frontend.RecordResponse, error) {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	e.one[0] = cmd
+	defer func() { e.one[0] = frontend.Command{} }() // nothing of this record stays reachable
+	return e.recordLocked(e.one[:])
+}
+
 func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, error) {
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
@@ -419,7 +431,7 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 		e.failedStep = name
 		return nil, err
 	}
-	if _, err := e.record([]frontend.Command{{Kind: frontend.CmdStep, Name: name, Output: out}}); err != nil {
+	if _, err := e.recordOne(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out}); err != nil {
 		endStep(span, err)
 		e.undo(name)
 		e.failedStep = name
