@@ -358,6 +358,22 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 		}
 		return resp, err
 	}
+	if len(cmds) == 1 && len(resp.Appended) == 1 {
+		if c, ev := &cmds[0], &resp.Appended[0]; c.Kind == frontend.CmdStep && !c.Parallel &&
+			ev.Kind == history.KindStepCompleted && ev.Name == c.Name {
+			// A live step's answer is the event the engine built from this very command: fold
+			// it from the command instead of decoding the output just encoded (a decode and
+			// two copies per live step).
+			e.csMu.Lock()
+			defer e.csMu.Unlock()
+			if ev.Seq > e.cs.lastSeq {
+				e.cs.lastSeq = ev.Seq
+				e.cs.step(ev.Seq, history.StepCompleted{StepName: c.Name, Output: c.Output})
+				e.lastSeq.Store(ev.Seq)
+			}
+			return resp, nil
+		}
+	}
 	return resp, e.fold(resp.Appended)
 }
 
