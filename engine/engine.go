@@ -102,6 +102,8 @@ type Engine struct {
 	timers   *timers.Service
 	signals  *signals.Service
 	commits  chan *commitReq
+	// full rings when OverlapAt records wait in commits (overlap.go).
+	full     chan struct{}
 	creates  chan *createReq
 	sessions sessions
 	// ledgers caches what each recently recorded run's history says (ledger.go).
@@ -168,6 +170,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.SessionGrace = time.Second
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
+		full:    make(chan struct{}, 1),
 		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	e.retention = newRetention(cfg.Retention)
 	if cfg.Ledgers <= 0 {

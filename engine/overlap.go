@@ -45,31 +45,48 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 	inFlight := 0
 	done := func(b []*commitReq) { spare = append(spare, b); inFlight-- }
 	wait := func() { done(<-finished) }
+	stop := func() {
+		for inFlight > 0 {
+			wait()
+		}
+		// Drain what was queued before the stop, so no caller waits forever.
+		for {
+			select {
+			case r := <-e.commits:
+				r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+			default:
+				return
+			}
+		}
+	}
 	for {
 		if inFlight == maxInFlight {
 			wait()
 		}
-		var first *commitReq
-		for first == nil {
+		if inFlight > 0 && len(e.commits) < e.cfg.OverlapAt {
+			// A commit is in flight: the next batch gathers in the queue until it finishes
+			// (then it goes, as with one committer) or until OverlapAt records wait, enough to
+			// be worth a second fsync in parallel (Record rings full). The loop sleeps
+			// meanwhile rather than waking for every record that arrives.
 			select {
-			case r := <-e.commits:
-				first = r
 			case b := <-finished:
 				done(b)
+			case <-e.full: // may be stale: the queue's length is looked at again
 			case <-ctx.Done():
-				for inFlight > 0 {
-					wait()
-				}
-				// Drain what was queued before the stop, so no caller waits forever.
-				for {
-					select {
-					case r := <-e.commits:
-						r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
-					default:
-						return
-					}
-				}
+				stop()
+				return
 			}
+			continue
+		}
+		var first *commitReq
+		select {
+		case first = <-e.commits:
+		case b := <-finished:
+			done(b)
+			continue
+		case <-ctx.Done():
+			stop()
+			return
 		}
 		var batch []*commitReq
 		if n := len(spare); n > 0 {
@@ -77,20 +94,7 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		} else {
 			batch = make([]*commitReq, 0, e.cfg.MaxBatch)
 		}
-		batch = append(batch, first)
-		// A commit is in flight: gather until it finishes (then this batch goes, as with one
-		// committer) or until the batch is full enough to be worth a second fsync in parallel.
-	gather:
-		for inFlight > 0 && len(batch) < e.cfg.OverlapAt {
-			select {
-			case r := <-e.commits:
-				batch = append(batch, r)
-			case b := <-finished:
-				done(b)
-				break gather
-			}
-		}
-		batch = e.fillBatch(batch)
+		batch = e.fillBatch(append(batch, first))
 		inFlight++
 		batches <- batch
 	}

@@ -101,6 +101,13 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	case <-ctx.Done():
 		return frontend.RecordResponse{}, ctx.Err()
 	}
+	if n := e.cfg.OverlapAt; n > 0 && len(e.commits) >= n {
+		// Enough records wait for a second commit in flight (overlapLoop sleeps until then).
+		select {
+		case e.full <- struct{}{}:
+		default:
+		}
+	}
 	var out commitRes
 	select {
 	case out = <-r.done:
