@@ -70,6 +70,11 @@ type Config struct {
 	Recorder Recorder
 	// Park keeps a suspended body's goroutine parked, for Resume, instead of unwinding it.
 	Park bool
+	// Go starts the body's goroutine; nil starts a new one. The worker passes goroutines kept
+	// between bodies: a body's durable calls reach the engine through the recorder, deep enough
+	// that a fresh goroutine grew its stack on every claim. A body that unwinds (a suspension
+	// not parked, a verdict) ends its goroutine whichever started it.
+	Go func(func())
 }
 
 // Execution is one run's body running against its history. Its durable calls must be made from
@@ -164,7 +169,11 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	e.ctx = jobs.NewCtx(ctx, cfg.Info, (*runtimeImpl)(e))
 	e.recCtx = context.WithoutCancel(e.ctx)
 	out := e.out
-	go e.run()
+	if cfg.Go != nil {
+		cfg.Go(e.run)
+	} else {
+		go e.run()
+	}
 	return e, out, nil
 }
 

@@ -94,7 +94,9 @@ type Worker struct {
 	inflight   sync.WaitGroup
 	background sync.WaitGroup
 	hbStop     chan struct{}
-	hbKick     chan struct{}
+	// bodies hands a run's body to a goroutine between bodies (goBody).
+	bodies chan func()
+	hbKick chan struct{}
 	// begun is closed once the session was announced; attended once attending ended.
 	begun, attended chan struct{}
 	stopAttend      context.CancelFunc
@@ -169,6 +171,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
 		leases: map[heldKey]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		bodies:       make(chan func()),
 		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	w.tracer = w.newTracer()
@@ -553,7 +556,29 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		w.metrics.replayed.Inc()
 	}
 	return replay.Start(withSpan(w.runContext(t), span), replay.Config{Def: def, Info: info, Clock: w.clock,
-		Recorder: rec, Park: w.cache != nil}, events)
+		Recorder: rec, Park: w.cache != nil, Go: w.goBody}, events)
+}
+
+// goBody runs a body on a goroutine kept from an earlier body that returned, or on a new one:
+// see replay.Config.Go. Unbuffered, so a body is handed only to a goroutine waiting for one. The
+// goroutines end with the worker's stop (hbStop closes once nothing runs; the parked bodies
+// unwound after it end theirs).
+func (w *Worker) goBody(f func()) {
+	select {
+	case w.bodies <- f:
+	default:
+		stop := w.hbStop
+		go func() {
+			for {
+				f()
+				select {
+				case f = <-w.bodies:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
 }
 
 func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Task, cause error, step string) {
