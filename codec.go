@@ -21,16 +21,38 @@ import (
 
 // Encode encodes v as msgpack.
 func Encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.SetCustomStructTag("json")
-	enc.SetSortMapKeys(true)
-	enc.UseCompactInts(true)
-	if err := enc.Encode(v); err != nil {
+	b := valueEncoders.Get().(*valueEncoder)
+	b.buf.Reset()
+	if err := b.enc.Encode(v); err != nil {
+		// Not put back: an encoder that failed midway is not reused.
 		return nil, Wrap(CodeEncoding, err, "encode %T", v)
 	}
-	return buf.Bytes(), nil
+	out := bytes.Clone(b.buf.Bytes())
+	if b.buf.Cap() <= maxPooledEncodeBuffer {
+		valueEncoders.Put(b)
+	}
+	return out, nil
 }
+
+// valueEncoder is a pooled encoder writing into its own buffer: every live step encodes its
+// output, and a fresh encoder with a buffer grown byte by byte was several allocations per
+// value where the pooled one leaves the one copy returned.
+type valueEncoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// maxPooledEncodeBuffer keeps a rare large value's buffer out of the pool.
+const maxPooledEncodeBuffer = 64 << 10
+
+var valueEncoders = sync.Pool{New: func() any {
+	b := &valueEncoder{}
+	b.enc = msgpack.NewEncoder(&b.buf)
+	b.enc.SetCustomStructTag("json")
+	b.enc.SetSortMapKeys(true)
+	b.enc.UseCompactInts(true)
+	return b
+}}
 
 // Decode decodes msgpack data into v (a pointer).
 func Decode(data []byte, v any) error {

@@ -102,6 +102,8 @@ type Engine struct {
 	timers   *timers.Service
 	signals  *signals.Service
 	commits  chan *commitReq
+	// full rings when OverlapAt records wait in commits (overlap.go).
+	full     chan struct{}
 	creates  chan *createReq
 	sessions sessions
 	// ledgers caches what each recently recorded run's history says (ledger.go).
@@ -168,6 +170,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.SessionGrace = time.Second
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
+		full:    make(chan struct{}, 1),
 		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	e.retention = newRetention(cfg.Retention)
 	if cfg.Ledgers <= 0 {
@@ -470,7 +473,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			Input: r.Input, Key: r.Key, Tenant: r.Tenant, NoTenant: r.NoTenant, EnqueuedBy: r.EnqueuedBy,
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease(),
 			TraceParent: r.TraceParent, TraceState: r.TraceState}
-		tasks[i].LeaseToken = signLease(key, r.ID, r.Fence, r.WorkerID)
+		tasks[i].LeaseToken = e.signLease(key, r.ID, r.Fence, r.WorkerID)
 		e.claimed.Add(r.ID, r.Job)
 		e.notes.Remove(r.ID)
 		e.seedLedger(r)

@@ -45,9 +45,18 @@ func (e *Engine) leaseKey(ctx context.Context) ([]byte, error) {
 	return k, nil
 }
 
-func signLease(key []byte, runID string, fence int64, workerID string) string {
-	m := hmac.New(sha256.New, key)
-	return sign(m, runID, fence, workerID)
+// signLease issues the token of a claim and remembers it as verified: the token is this
+// engine's own, so the claim's first record need not recompute its HMAC (one per claim saved).
+func (e *Engine) signLease(key []byte, runID string, fence int64, workerID string) string {
+	m, _ := e.hmacs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, key)
+	}
+	m.Reset()
+	token := sign(m, runID, fence, workerID)
+	e.hmacs.Put(m)
+	e.verified.Add(runID, verifiedClaim{fence, workerID, token})
+	return token
 }
 
 // sign writes the claim into a keyed (and reset) HMAC and returns the token.

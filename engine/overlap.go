@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/store"
 )
 
 // overlapLoop is the committer when Config.OverlapAt is set: one group commit in flight as a
@@ -18,56 +19,83 @@ import (
 // The store already admits two commits at once (Committers > 1 does that); two records of one
 // run are never in the same pair of batches out of order, because a run's next record waits
 // for its previous one's answer.
+//
+// The two committers are long-lived goroutines and each batch's slice comes back to be reused:
+// a goroutine started per commit grew its stack through the store's driver on every batch, and
+// a slice of MaxBatch made per batch was most of the engine's allocated bytes per record.
 func (e *Engine) overlapLoop(ctx context.Context) {
 	const maxInFlight = 2
-	finished := make(chan struct{}, maxInFlight)
+	commitCtx := context.WithoutCancel(ctx)
+	// Buffered to maxInFlight: a batch is handed over only while a committer is free, and a
+	// committer hands its slice back without waiting for the loop.
+	batches := make(chan []*commitReq, maxInFlight)
+	finished := make(chan []*commitReq, maxInFlight)
+	defer close(batches)
+	for range maxInFlight {
+		go func() {
+			var scratch []store.Mutation
+			for b := range batches {
+				e.commit(commitCtx, b, &scratch)
+				clear(b) // no answered record stays reachable from a spare slice
+				finished <- b[:0]
+			}
+		}()
+	}
+	spare := make([][]*commitReq, 0, maxInFlight)
 	inFlight := 0
-	wait := func() { <-finished; inFlight-- }
+	done := func(b []*commitReq) { spare = append(spare, b); inFlight-- }
+	wait := func() { done(<-finished) }
+	stop := func() {
+		for inFlight > 0 {
+			wait()
+		}
+		// Drain what was queued before the stop, so no caller waits forever.
+		for {
+			select {
+			case r := <-e.commits:
+				r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+			default:
+				return
+			}
+		}
+	}
 	for {
 		if inFlight == maxInFlight {
 			wait()
 		}
-		var first *commitReq
-		for first == nil {
+		if inFlight > 0 && len(e.commits) < e.cfg.OverlapAt {
+			// A commit is in flight: the next batch gathers in the queue until it finishes
+			// (then it goes, as with one committer) or until OverlapAt records wait, enough to
+			// be worth a second fsync in parallel (Record rings full). The loop sleeps
+			// meanwhile rather than waking for every record that arrives.
 			select {
-			case r := <-e.commits:
-				first = r
-			case <-finished:
-				inFlight--
+			case b := <-finished:
+				done(b)
+			case <-e.full: // may be stale: the queue's length is looked at again
 			case <-ctx.Done():
-				for inFlight > 0 {
-					wait()
-				}
-				// Drain what was queued before the stop, so no caller waits forever.
-				for {
-					select {
-					case r := <-e.commits:
-						r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
-					default:
-						return
-					}
-				}
+				stop()
+				return
 			}
+			continue
 		}
-		batch := make([]*commitReq, 1, e.cfg.MaxBatch)
-		batch[0] = first
-		// A commit is in flight: gather until it finishes (then this batch goes, as with one
-		// committer) or until the batch is full enough to be worth a second fsync in parallel.
-	gather:
-		for inFlight > 0 && len(batch) < e.cfg.OverlapAt {
-			select {
-			case r := <-e.commits:
-				batch = append(batch, r)
-			case <-finished:
-				inFlight--
-				break gather
-			}
+		var first *commitReq
+		select {
+		case first = <-e.commits:
+		case b := <-finished:
+			done(b)
+			continue
+		case <-ctx.Done():
+			stop()
+			return
 		}
-		batch = e.fillBatch(batch)
+		var batch []*commitReq
+		if n := len(spare); n > 0 {
+			batch, spare = spare[n-1], spare[:n-1]
+		} else {
+			batch = make([]*commitReq, 0, e.cfg.MaxBatch)
+		}
+		batch = e.fillBatch(append(batch, first))
 		inFlight++
-		go func() {
-			e.commit(context.WithoutCancel(ctx), batch)
-			finished <- struct{}{}
-		}()
+		batches <- batch
 	}
 }

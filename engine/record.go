@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -23,6 +24,12 @@ type commitReq struct {
 	afterSeq int64
 	done     chan commitRes
 }
+
+// commitReqs recycles the records of answered group commits: a record with its answer channel
+// was the largest allocation per step. A record is put back only once its answer was received;
+// one abandoned by its caller (ctx done) is left to the collector, as the committer may still
+// answer it.
+var commitReqs = sync.Pool{New: func() any { return &commitReq{done: make(chan commitRes, 1)} }}
 
 type commitRes struct {
 	res store.MutationResult
@@ -49,7 +56,8 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, err
 	}
 	m.AfterSeq = req.AfterSeq
-	r := &commitReq{m: m, afterSeq: req.AfterSeq, done: make(chan commitRes, 1)}
+	r := commitReqs.Get().(*commitReq)
+	r.m, r.afterSeq = m, req.AfterSeq
 	if req.Retry {
 		landed, err := e.landed(ctx, r)
 		if err != nil {
@@ -93,9 +101,19 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	case <-ctx.Done():
 		return frontend.RecordResponse{}, ctx.Err()
 	}
+	if n := e.cfg.OverlapAt; n > 0 && len(e.commits) >= n {
+		// Enough records wait for a second commit in flight (overlapLoop sleeps until then).
+		select {
+		case e.full <- struct{}{}:
+		default:
+		}
+	}
 	var out commitRes
 	select {
 	case out = <-r.done:
+		// Answered: the committer is done with r (it never touches a record after its answer).
+		*r = commitReq{done: r.done}
+		commitReqs.Put(r)
 	case <-ctx.Done():
 		// The commit may still land; the worker's retry (same AfterSeq) finds it through recovery.
 		return frontend.RecordResponse{}, jobs.Wrap(jobs.CodeCommitUnknown, ctx.Err(), "run %s", req.RunID)
@@ -232,6 +250,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 // up for the next one: the batch grows with the load and costs no added latency at low load.
 func (e *Engine) commitLoop(ctx context.Context) {
 	batch := make([]*commitReq, 0, e.cfg.MaxBatch)
+	var scratch []store.Mutation
 	for {
 		batch = batch[:0]
 		select {
@@ -248,7 +267,7 @@ func (e *Engine) commitLoop(ctx context.Context) {
 				}
 			}
 		}
-		e.commit(context.WithoutCancel(ctx), e.fillBatch(batch))
+		e.commit(context.WithoutCancel(ctx), e.fillBatch(batch), &scratch)
 	}
 }
 
@@ -266,10 +285,22 @@ func (e *Engine) fillBatch(batch []*commitReq) []*commitReq {
 	return batch
 }
 
-func (e *Engine) commit(ctx context.Context, batch []*commitReq) {
-	ms := make([]store.Mutation, len(batch))
-	for i, r := range batch {
-		ms[i] = r.m
+// commit applies batch in one store call. scratch is the committer's own slice for the
+// mutations, reused from batch to batch (a Mutation is large; one slice per batch was garbage
+// proportional to the records); nil makes one.
+func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]store.Mutation) {
+	var ms []store.Mutation
+	if scratch != nil {
+		ms = (*scratch)[:0]
+	}
+	for _, r := range batch {
+		ms = append(ms, r.m)
+	}
+	if scratch != nil {
+		defer func() {
+			clear(ms) // no committed record's events stay reachable from the scratch slice
+			*scratch = ms[:0]
+		}()
 	}
 	began := time.Now()
 	results, err := e.store.RunApply(ctx, ms)

@@ -43,3 +43,33 @@ func (e Event) StepCompleted() (StepCompleted, error) {
 	}
 	return v, nil
 }
+
+// encoderBox is a pooled encoder with its buffer, for New: msgpack.Marshal pools its encoder but
+// grows a fresh buffer byte by byte for every event, several allocations per recorded step.
+type encoderBox struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	b := &encoderBox{}
+	b.enc = msgpack.NewEncoder(&b.buf)
+	return b
+}}
+
+// maxPooledBuffer keeps a rare large payload's buffer out of the pool.
+const maxPooledBuffer = 64 << 10
+
+// marshal is msgpack.Marshal (default struct tags, no options) returning an exact-size copy.
+func marshal(v any) ([]byte, error) {
+	b := encoders.Get().(*encoderBox)
+	b.buf.Reset()
+	if err := b.enc.Encode(v); err != nil {
+		return nil, err // not put back: an encoder that failed midway is not reused
+	}
+	out := bytes.Clone(b.buf.Bytes())
+	if b.buf.Cap() <= maxPooledBuffer {
+		encoders.Put(b)
+	}
+	return out, nil
+}

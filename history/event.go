@@ -9,8 +9,6 @@ package history
 import (
 	"fmt"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Kind names an event type. The string is what stores and dumps keep, so it never changes.
@@ -217,7 +215,7 @@ func (p ChildEnqueued) name() string     { return p.CallName }
 
 // New encodes p as an event at time at. Seq is left 0: the store assigns it on append.
 func New(at time.Time, p Payload) Event {
-	data, err := msgpack.Marshal(p)
+	data, err := marshal(p)
 	if err != nil {
 		// Payload types are plain structs of encodable fields; failing here is a bug in this
 		// package, not bad input.

@@ -70,6 +70,11 @@ type Config struct {
 	Recorder Recorder
 	// Park keeps a suspended body's goroutine parked, for Resume, instead of unwinding it.
 	Park bool
+	// Go starts the body's goroutine; nil starts a new one. The worker passes goroutines kept
+	// between bodies: a body's durable calls reach the engine through the recorder, deep enough
+	// that a fresh goroutine grew its stack on every claim. A body that unwinds (a suspension
+	// not parked, a verdict) ends its goroutine whichever started it.
+	Go func(func())
 }
 
 // Execution is one run's body running against its history. Its durable calls must be made from
@@ -78,6 +83,9 @@ type Execution struct {
 	cfg    Config
 	ctx    *jobs.Ctx
 	cancel context.CancelCauseFunc
+	// recCtx is ctx without its cancellation, made once: a record outlives a cancelled body
+	// (the commit may land), and every step records under it.
+	recCtx context.Context
 
 	// Owned by the body goroutine.
 	cs         calls
@@ -106,6 +114,7 @@ type Execution struct {
 	// answer into it, never across a record's round trip, so starting, replaying or finishing
 	// a step never waits for another's record.
 	recMu    sync.Mutex
+	one      [1]frontend.Command // recordOne's slice, under recMu
 	csMu     sync.Mutex
 	inflight sync.WaitGroup
 	pmu      sync.Mutex
@@ -158,8 +167,13 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	ctx, cancel := context.WithCancelCause(parent)
 	e.cancel = cancel
 	e.ctx = jobs.NewCtx(ctx, cfg.Info, (*runtimeImpl)(e))
+	e.recCtx = context.WithoutCancel(e.ctx)
 	out := e.out
-	go e.run()
+	if cfg.Go != nil {
+		cfg.Go(e.run)
+	} else {
+		go e.run()
+	}
 	return e, out, nil
 }
 
@@ -322,6 +336,17 @@ func (e *Execution) undo(name string) {
 	delete(e.names, name)
 }
 
+// recordOne records a single command from the execution's own one-command slice instead of a
+// slice made per call: a live step records once, and its command is the largest allocation of
+// the step on the body's side. A recorder does not keep the slice past its answer.
+func (e *Execution) recordOne(cmd frontend.Command) (frontend.RecordResponse, error) {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	e.one[0] = cmd
+	defer func() { e.one[0] = frontend.Command{} }() // nothing of this record stays reachable
+	return e.recordLocked(e.one[:])
+}
+
 func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, error) {
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
@@ -333,7 +358,7 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 	if cause := e.aborted.Load(); cause != nil {
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
 	}
-	resp, err := e.rec.Record(context.WithoutCancel(e.ctx), cmds)
+	resp, err := e.rec.Record(e.recCtx, cmds)
 	if err != nil {
 		if c := jobs.CodeOf(err); c == jobs.CodeAborted || c == jobs.CodeJobLeaseLost {
 			var je *jobs.Error
@@ -341,6 +366,22 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 			e.Abort(je)
 		}
 		return resp, err
+	}
+	if len(cmds) == 1 && len(resp.Appended) == 1 {
+		if c, ev := &cmds[0], &resp.Appended[0]; c.Kind == frontend.CmdStep && !c.Parallel &&
+			ev.Kind == history.KindStepCompleted && ev.Name == c.Name {
+			// A live step's answer is the event the engine built from this very command: fold
+			// it from the command instead of decoding the output just encoded (a decode and
+			// two copies per live step).
+			e.csMu.Lock()
+			defer e.csMu.Unlock()
+			if ev.Seq > e.cs.lastSeq {
+				e.cs.lastSeq = ev.Seq
+				e.cs.step(ev.Seq, history.StepCompleted{StepName: c.Name, Output: c.Output})
+				e.lastSeq.Store(ev.Seq)
+			}
+			return resp, nil
+		}
 	}
 	return resp, e.fold(resp.Appended)
 }
@@ -415,7 +456,7 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 		e.failedStep = name
 		return nil, err
 	}
-	if _, err := e.record([]frontend.Command{{Kind: frontend.CmdStep, Name: name, Output: out}}); err != nil {
+	if _, err := e.recordOne(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out}); err != nil {
 		endStep(span, err)
 		e.undo(name)
 		e.failedStep = name

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -32,9 +31,14 @@ func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
 
 // key identifies a claim: the same run can be claimed again by this worker after its lease
 // lapsed, and the stale claim must still be found and declared lost.
-func (h *held) key() string { return heldKey(h.runID, h.fence) }
+func (h *held) key() heldKey { return heldKey{h.runID, h.fence} }
 
-func heldKey(runID string, fence int64) string { return fmt.Sprintf("%s#%d", runID, fence) }
+// heldKey names a claim in Worker.leases: a comparable struct, not a formatted string, so the
+// lookups of every claim's start, end and record make no allocation.
+type heldKey struct {
+	runID string
+	fence int64
+}
 
 // defaultLease is the window assumed until the engine names its lease with a claim.
 const defaultLease = 30 * time.Second

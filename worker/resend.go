@@ -87,7 +87,7 @@ func (r *recorder) holds(final bool) *jobs.Error {
 	if final {
 		last = r.landed
 	} else if ex := r.ex.Load(); ex != nil {
-		if h := w.leases[heldKey(r.runID, r.fence)]; h != nil {
+		if h := w.leases[heldKey{r.runID, r.fence}]; h != nil {
 			last, lost = h.lastLanded, h.lost
 		} else {
 			last = r.claimedAt

@@ -82,7 +82,7 @@ type Worker struct {
 	tracer  trace.Tracer
 
 	mu      sync.Mutex
-	leases  map[string]*held
+	leases  map[heldKey]*held
 	lease   time.Duration
 	started bool
 	// pollErrs holds each queue whose last poll failed (ready.go).
@@ -94,7 +94,9 @@ type Worker struct {
 	inflight   sync.WaitGroup
 	background sync.WaitGroup
 	hbStop     chan struct{}
-	hbKick     chan struct{}
+	// bodies hands a run's body to a goroutine between bodies (goBody).
+	bodies chan func()
+	hbKick chan struct{}
 	// begun is closed once the session was announced; attended once attending ended.
 	begun, attended chan struct{}
 	stopAttend      context.CancelFunc
@@ -168,7 +170,8 @@ func New(cfg Config) (*Worker, error) {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
-		leases: map[string]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		leases: map[heldKey]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		bodies:       make(chan func()),
 		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	w.tracer = w.newTracer()
@@ -279,6 +282,20 @@ func (w *Worker) poll(queue string, concurrency int) {
 			<-held
 		}
 	}
+	run := func(t frontend.Task) {
+		defer w.inflight.Done()
+		defer func() { <-held }()
+		s := &slot{slots: slots}
+		defer s.give()
+		defer w.lim.give(1)
+		w.handle(t, s)
+	}
+	// A claimed task runs on a runner goroutine that stays for the poller's next task (at most
+	// one runner per held claim), not on a goroutine of its own: a claim's record reaches deep
+	// into the engine and its store driver, and a fresh goroutine grew its stack there on every
+	// claim, a measurable share of a no-op job's CPU. Unbuffered: a task is handed over only to a
+	// runner waiting for one, else a runner is started for it.
+	idle := make(chan frontend.Task)
 	backoff := 50 * time.Millisecond
 	for w.pollCtx.Err() == nil {
 		// Wait for a free slot before asking for work, so a claimed run never waits in memory
@@ -339,21 +356,27 @@ func (w *Worker) poll(queue string, concurrency int) {
 		w.pollResult(queue, nil)
 		for _, t := range tasks {
 			w.inflight.Add(1)
-			go func(t frontend.Task) {
-				defer w.inflight.Done()
-				defer func() { <-held }()
-				s := &slot{slots: slots}
-				defer s.give()
-				defer w.lim.give(1)
-				w.handle(t, s)
-			}(t)
+			select {
+			case idle <- t: // a runner between tasks took it
+			default:
+				go func() {
+					for {
+						run(t)
+						select {
+						case t = <-idle:
+						case <-w.pollCtx.Done():
+							return
+						}
+					}
+				}()
+			}
 		}
 	}
 }
 
 // handle runs one claimed task to the end of its claim, in slot s.
 func (w *Worker) handle(t frontend.Task, s *slot) {
-	log := w.log.With("run", t.RunID, "job", t.Job, "attempt", t.Attempt)
+	log := &runLog{w: w, run: t.RunID, job: t.Job, attempt: t.Attempt}
 	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
@@ -361,7 +384,7 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 	def, ok := w.cfg.Registry.Get(t.Job)
 	if !ok {
 		// Another worker may host it: hand it back without spending an attempt.
-		log.Warn("jobs.job.unknown")
+		log.get().Warn("jobs.job.unknown")
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now().Add(5 * time.Second)})
 		return
 	}
@@ -369,7 +392,7 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 		// Over this process's budget: handed back without spending an attempt, not to be
 		// claimed again before readyAt.
 		w.metrics.handedBack.WithLabelValues(t.Queue, reason).Inc()
-		log.Debug("jobs.limit.handed-back", "reason", reason, "tenant", t.Tenant, "until", readyAt)
+		log.get().Debug("jobs.limit.handed-back", "reason", reason, "tenant", t.Tenant, "until", readyAt)
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: readyAt,
 			Code: reason, Error: w.lim.explain(reason, t, w.cfg.ID)})
 		return
@@ -394,7 +417,7 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 	ex, out, err := w.execution(t, def, info, rec, span)
 	if err != nil {
 		outcome, failure = "start-failed", err
-		log.Error("jobs.run.start-failed", "err", err)
+		log.get().Error("jobs.run.start-failed", "err", err)
 		// The claim lapses and the run is tried again; nothing was written.
 		return
 	}
@@ -412,19 +435,20 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 		rec.landed = w.release(h)
 		outcome = "timed-out"
 		w.fail(rec, log, cfg, t, cause, "")
+		lg := log.get() // made here: the goroutine below outlives the claim (runLog)
 		w.background.Add(1)
 		go func() {
 			defer w.background.Done()
 			select {
 			case late := <-out:
-				log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
+				lg.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
 			case <-ex.Exited():
 				// The outcome is buffered before the body's goroutine exits, and select picks at
 				// random between two ready cases: look for it once more, or a body that returned
 				// after its deadline would go unreported.
 				select {
 				case late := <-out:
-					log.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
+					lg.Warn("jobs.timeout.abandoned", "outcome", late.Kind.String(), "timeout", cfg.Timeout)
 				default:
 				}
 			case <-w.hbStop:
@@ -437,7 +461,7 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 	if cause := ex.Aborted(); cause != nil {
 		// Cancelled, or the lease was lost: the run is no longer this worker's to write.
 		outcome, failure = "aborted", cause
-		log.Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
+		log.get().Info("jobs.run.aborted", "cause", cause.Code, "outcome", o.Kind.String())
 		outcome = "aborted"
 		if o.Kind == replay.Suspended && o.Parked {
 			ex.Evict()
@@ -458,7 +482,7 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 	case replay.Failed:
 		w.fail(rec, log, cfg, t, o.Err, o.Step)
 	case replay.Blocked:
-		log.Error("jobs.run.blocked", "err", o.Err)
+		log.get().Error("jobs.run.blocked", "err", o.Err)
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdBlock, Code: string(jobs.CodeOf(o.Err)), Error: o.Err.Error()})
 		w.metrics.done(t.Queue, "blocked")
 	case replay.Suspended:
@@ -532,10 +556,32 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		w.metrics.replayed.Inc()
 	}
 	return replay.Start(withSpan(w.runContext(t), span), replay.Config{Def: def, Info: info, Clock: w.clock,
-		Recorder: rec, Park: w.cache != nil}, events)
+		Recorder: rec, Park: w.cache != nil, Go: w.goBody}, events)
 }
 
-func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t frontend.Task, cause error, step string) {
+// goBody runs a body on a goroutine kept from an earlier body that returned, or on a new one:
+// see replay.Config.Go. Unbuffered, so a body is handed only to a goroutine waiting for one. The
+// goroutines end with the worker's stop (hbStop closes once nothing runs; the parked bodies
+// unwound after it end theirs).
+func (w *Worker) goBody(f func()) {
+	select {
+	case w.bodies <- f:
+	default:
+		stop := w.hbStop
+		go func() {
+			for {
+				f()
+				select {
+				case f = <-w.bodies:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Task, cause error, step string) {
 	d := cfg.Retry.Decide(t.Attempt, cause)
 	cmd := frontend.Command{Kind: frontend.CmdFail, Attempt: t.Attempt, Code: string(jobs.CodeOf(cause)),
 		Error: cause.Error(), Step: step, Stop: d.Stop}
@@ -551,7 +597,7 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 	if d.Stop != "" {
 		level = slog.LevelError
 	}
-	log.Log(context.Background(), level, "jobs.attempt.failed", "code", cmd.Code, "class", d.Class,
+	log.get().Log(context.Background(), level, "jobs.attempt.failed", "code", cmd.Code, "class", d.Class,
 		"step", step, "stop", d.Stop, "retry_in", d.RetryIn, "err", cause)
 	w.finalize(rec, log, cmd)
 	if d.Stop != "" {
@@ -562,12 +608,12 @@ func (w *Worker) fail(rec *recorder, log *slog.Logger, cfg jobs.Config, t fronte
 }
 
 // finalize records the command that ends a claim.
-func (w *Worker) finalize(rec *recorder, log *slog.Logger, cmd frontend.Command) {
+func (w *Worker) finalize(rec *recorder, log *runLog, cmd frontend.Command) {
 	if rec.ahead != nil {
 		rec.ahead.give()
 	}
 	if _, err := rec.send(context.Background(), []frontend.Command{cmd}, true); err != nil {
-		log.Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
+		log.get().Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
 	}
 }
 
@@ -600,9 +646,33 @@ func (r *recorder) Record(ctx context.Context, cmds []frontend.Command) (fronten
 
 // logRun writes the claim's one readable line at info: how it ended and how long it took
 // (on the worker's clock). Nothing when the claim ended before running the body.
-func (w *Worker) logRun(log *slog.Logger, outcome string, began time.Time) {
+func (w *Worker) logRun(log *runLog, outcome string, began time.Time) {
 	if outcome == "" || w.cfg.QuietRuns {
 		return
 	}
-	log.Info("jobs.run", "outcome", outcome, "took", w.clock.Now().Sub(began).Round(time.Millisecond))
+	took := w.clock.Now().Sub(began).Round(time.Millisecond)
+	if log.l != nil {
+		log.l.Info("jobs.run", "outcome", outcome, "took", took)
+		return
+	}
+	// The same line as through runLog.get, without deriving a logger for it.
+	w.log.Info("jobs.run", "run", log.run, "job", log.job, "attempt", log.attempt, "outcome", outcome, "took", took)
+}
+
+// runLog is a claim's logger, derived from the worker's on first use: most claims log only
+// their one line (logRun), and deriving a logger per claim (slog's With formats its attributes
+// at once, whether or not a line follows) was a measurable part of a no-op job's CPU. Used
+// from the claim's own goroutine; a goroutine that outlives the claim takes get() first.
+type runLog struct {
+	w        *Worker
+	run, job string
+	attempt  int
+	l        *slog.Logger
+}
+
+func (l *runLog) get() *slog.Logger {
+	if l.l == nil {
+		l.l = l.w.log.With("run", l.run, "job", l.job, "attempt", l.attempt)
+	}
+	return l.l
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +74,10 @@ func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
 		return err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quiet})
+	// BENCH_JOBS_OVERLAP_AT sets the engine's OverlapAt (the group commit's batching policy), for
+	// an experiment; unset is the engine's default.
+	overlapAt, _ := strconv.Atoi(os.Getenv("BENCH_JOBS_OVERLAP_AT"))
+	s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quiet, OverlapAt: overlapAt})
 	if err != nil {
 		return err
 	}
@@ -135,6 +140,8 @@ func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concu
 // run enqueues n runs from `concurrency` producers while the worker executes them, and returns
 // when every run's completion was acknowledged.
 func (s *jobsSystem) run(ctx context.Context, def *jobs.Job[int, int], n, concurrency int) error {
+	// BENCH_REMOTE_PROFILE names a directory for a CPU profile of the window (a diagnosis aid).
+	defer profile(fmt.Sprintf("%s%d", def.Name(), concurrency))()
 	if err := s.startWorker(ctx, def, concurrency); err != nil {
 		return err
 	}
