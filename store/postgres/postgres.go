@@ -367,17 +367,37 @@ func strs(v []string) []string {
 
 // scanRun reads a row of the run columns (runColumns, in that order).
 func scanRun(row pgx.Row) (store.Run, error) {
-	var r store.Run
-	var state string
-	var lease, ready, finished pgtype.Timestamptz
-	err := row.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
-		&state, &r.Attempt, &r.Fence, &r.WorkerID, &lease, &ready, &r.LastSeq, &r.Result, &r.ErrorCode,
-		&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &finished, &r.TraceParent, &r.TraceState, &r.Priority)
-	if err != nil {
+	var s runScan
+	return s.scan(row)
+}
+
+// runScan holds the scan targets of a run row. The targets are addresses the driver keeps in an
+// interface, so each one scanned into a local of its own escaped: five heap allocations a row
+// (the run, its state and three timestamps) before a single value was read. One runScan serves
+// every row of a result (collectRuns), and the scanned values are copied out of it.
+type runScan struct {
+	r                      store.Run
+	state                  string
+	lease, ready, finished pgtype.Timestamptz
+	dest                   []any
+}
+
+func (s *runScan) scan(row pgx.Row) (store.Run, error) {
+	if s.dest == nil {
+		r := &s.r
+		s.dest = []any{&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
+			&s.state, &r.Attempt, &r.Fence, &r.WorkerID, &s.lease, &s.ready, &r.LastSeq, &r.Result, &r.ErrorCode,
+			&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &s.finished, &r.TraceParent, &r.TraceState,
+			&r.Priority}
+	}
+	// Every target is written by a successful scan (a NULL bytea as nil); the driver copies the
+	// bytes it scans, so the run shares no memory with the next row's.
+	if err := row.Scan(s.dest...); err != nil {
 		return store.Run{}, err
 	}
-	r.State = store.State(state)
-	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(lease), fromTS(ready), fromTS(finished)
+	r := s.r
+	r.State = store.State(s.state)
+	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return r, nil
 }
@@ -385,12 +405,15 @@ func scanRun(row pgx.Row) (store.Run, error) {
 // collectRuns reads every row of rows into runs (keyed by id) and, if order is not nil, appends
 // the ids in row order.
 func collectRuns(rows pgx.Rows, into map[string]*store.Run, order *[]string) error {
+	var s runScan
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := s.scan(rows)
 		if err != nil {
 			return err
 		}
-		into[r.ID] = &r
+		p := new(store.Run)
+		*p = r
+		into[r.ID] = p
 		if order != nil {
 			*order = append(*order, r.ID)
 		}
@@ -434,7 +457,8 @@ func (w *eventRows) add(r *store.Run, e history.Event) history.Event {
 
 func (w *eventRows) queue(s *Store, b *pgx.Batch) {
 	if len(w.runs) > 0 {
-		b.Queue(s.q(stmtHistoryAppend), w.runs, w.seqs, w.kinds, w.names, w.ats, w.data)
+		b.Queue(s.q(stmtHistoryAppend), textArray(w.runs), w.seqs, textArray(w.kinds), textArray(w.names),
+			timeArray(w.ats), byteaArray(w.data))
 	}
 }
 
@@ -493,7 +517,8 @@ func (w *timerRows) queue(s *Store, b *pgx.Batch) {
 			fireKinds[i], fireNames[i], fireAts[i], fireData[i] = &k, r.Fire.Name, ts(r.Fire.At), r.Fire.Data
 		}
 	}
-	b.Queue(s.q(stmtTimersArm), runs, keys, dues, fireKinds, fireNames, fireAts, fireData)
+	b.Queue(s.q(stmtTimersArm), textArray(runs), textArray(keys), timeArray(dues), fireKinds,
+		textArray(fireNames), tsArray(fireAts), byteaArray(fireData))
 	b.Queue(s.q(stmtNotify), s.chTimer, []string{""})
 }
 
