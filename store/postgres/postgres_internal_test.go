@@ -653,7 +653,7 @@ func BenchmarkApplyStep(b *testing.B) {
 			runs := runningRuns(b, s, 1, n, "q")
 			ms := make([]store.Mutation, n)
 			ctx := context.Background()
-					b.ReportAllocs()
+			b.ReportAllocs()
 			i := 0
 			for ; b.Loop(); i++ {
 				for j, r := range runs {
