@@ -377,7 +377,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 // every row of a result (collectRuns), and the scanned values are copied out of it.
 type runScan struct {
 	r                      store.Run
-	state                  string
+	state                  pgtype.DriverBytes // interned (internState): a run is in one of a few states
 	lease, ready, finished pgtype.Timestamptz
 	dest                   []any
 }
@@ -396,11 +396,39 @@ func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 		return store.Run{}, err
 	}
 	r := s.r
-	r.State = store.State(s.state)
+	r.State = internState(s.state)
 	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return r, nil
 }
+
+// appendRuns appends every row of rows to out: a claim's rows are distinct runs, and need no
+// map to find them by.
+func appendRuns(rows pgx.Rows, out []store.Run) ([]store.Run, error) {
+	defer rows.Close()
+	var s runScan
+	for rows.Next() {
+		r, err := s.scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// internState is the state named b (memory the driver reuses for the next row) without a copy.
+func internState(b []byte) store.State {
+	for _, st := range knownStates {
+		if string(st) == string(b) {
+			return st
+		}
+	}
+	return store.State(b)
+}
+
+var knownStates = [...]store.State{store.StateRunning, store.StateReady, store.StateCompleted,
+	store.StateSuspended, store.StateDelayed, store.StateFailed, store.StateCancelled, store.StateBlocked}
 
 // collectRuns reads every row of rows into runs (keyed by id) and, if order is not nil, appends
 // the ids in row order.

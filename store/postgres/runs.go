@@ -184,14 +184,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	if err != nil {
 		return nil, unavailable("run claim", err)
 	}
-	byID := map[string]*store.Run{}
-	var order []string
-	if err := collectRuns(rows, byID, &order); err != nil {
+	out, err := appendRuns(rows, make([]store.Run, 0, min(p.Limit, 256)))
+	if err != nil {
 		return nil, unavailable("run claim", err)
-	}
-	out := make([]store.Run, 0, len(order))
-	for _, id := range order {
-		out = append(out, *byID[id])
 	}
 	// UPDATE … RETURNING gives no order; the contract's is oldest ReadyAt first.
 	slices.SortFunc(out, func(a, b store.Run) int {
