@@ -721,9 +721,10 @@ func BenchmarkHistoryRead(b *testing.B) {
 }
 
 // TestAllocationsPerUnit holds the Go side of the hot statements to their allocations: an
-// applied step, a claimed run and a read event. The bounds sit between what each cost after the
-// array parameters, the shared scan targets and the interned kinds (about 13, 6 and 5) and what
-// it cost before (about 33, 13 and 10), so any one of those coming back fails here.
+// applied step, a claimed run, a created run and a read event. The bounds sit between what each
+// cost after the array parameters, the shared scan targets and the interned kinds (about 13, 6,
+// 21 and 5) and what it cost before (about 32, 14, 42 and 9), so any one of those coming back
+// fails here.
 func TestAllocationsPerUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts allocations against a database")
@@ -766,6 +767,21 @@ func TestAllocationsPerUnit(t *testing.T) {
 		}
 	})
 
+	batches := make([][]store.CreateRunParams, rounds+1)
+	for k := range batches {
+		batches[k] = make([]store.CreateRunParams, n)
+		for i := range batches[k] {
+			batches[k][i] = newRun(100000+k*n+i, "created")
+		}
+	}
+	k := 0
+	per("created run", n, 30, func() {
+		if _, err := s.RunCreate(ctx, batches[k]); err != nil {
+			t.Fatal(err)
+		}
+		k++
+	})
+
 	// runs[0] now has its RunStarted and one step per RunApply above.
 	events := 1 + rounds + 1
 	per("read event", events, 7, func() {
@@ -774,4 +790,29 @@ func TestAllocationsPerUnit(t *testing.T) {
 			t.Fatalf("HistoryRead: %d events, %v", len(evs), err)
 		}
 	})
+}
+
+// BenchmarkRunCreate measures creating runs through RunCreate (the enqueue path, one run or a
+// group of 32 a call), with its allocations.
+func BenchmarkRunCreate(b *testing.B) {
+	for _, n := range []int{1, 32} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			s := OpenTest(b, Config{MaxConns: 2})
+			ctx := context.Background()
+			ps := make([]store.CreateRunParams, n)
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				b.StopTimer()
+				for i := range ps {
+					ps[i] = newRun(k, "q")
+					k++
+				}
+				b.StartTimer()
+				if _, err := s.RunCreate(ctx, ps); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -43,8 +43,13 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 	if err := t.commit(ctx, b); err != nil {
 		return nil, err
 	}
+	// A run this call inserted was scanned into memory of its own; only a live holder can be
+	// the result of several items (the same key twice in one call), so only those are copied
+	// apart.
 	for i := range out {
-		out[i].Run = cloneRun(out[i].Run)
+		if out[i].Deduped {
+			out[i].Run = cloneRun(out[i].Run)
+		}
 	}
 	return out, nil
 }
