@@ -366,8 +366,10 @@ func strs(v []string) []string {
 }
 
 // scanRun reads a row of the run columns (runColumns, in that order).
+// scanRun scans one run row. A QueryRow row releases the driver's buffer before its values can
+// be used, so the state is read into a string of its own here.
 func scanRun(row pgx.Row) (store.Run, error) {
-	var s runScan
+	s := runScan{single: true}
 	return s.scan(row)
 }
 
@@ -378,6 +380,8 @@ func scanRun(row pgx.Row) (store.Run, error) {
 type runScan struct {
 	r                      store.Run
 	state                  pgtype.DriverBytes // interned (internState): a run is in one of a few states
+	stateText              string             // the state of a single row (scanRun)
+	single                 bool
 	lease, ready, finished pgtype.Timestamptz
 	dest                   []any
 }
@@ -385,8 +389,12 @@ type runScan struct {
 func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 	if s.dest == nil {
 		r := &s.r
+		var state any = &s.state
+		if s.single {
+			state = &s.stateText
+		}
 		s.dest = []any{&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
-			&s.state, &r.Attempt, &r.Fence, &r.WorkerID, &s.lease, &s.ready, &r.LastSeq, &r.Result, &r.ErrorCode,
+			state, &r.Attempt, &r.Fence, &r.WorkerID, &s.lease, &s.ready, &r.LastSeq, &r.Result, &r.ErrorCode,
 			&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &s.finished, &r.TraceParent, &r.TraceState,
 			&r.Priority}
 	}
@@ -396,7 +404,11 @@ func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 		return store.Run{}, err
 	}
 	r := s.r
-	r.State = internState(s.state)
+	if s.single {
+		r.State = store.State(s.stateText)
+	} else {
+		r.State = internState(s.state)
+	}
 	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return r, nil
