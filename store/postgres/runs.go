@@ -117,9 +117,10 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			}
 			return rows.Err()
 		})
-		b.Queue(s.q(stmtRunsLive), jobNames, keys).Query(func(rows pgx.Rows) error {
+		b.Queue(s.q(stmtRunsLive), textArray(jobNames), textArray(keys)).Query(func(rows pgx.Rows) error {
+			var sc runScan
 			for rows.Next() {
-				r, err := scanRun(rows)
+				r, err := sc.scan(rows)
 				if err != nil {
 					return err
 				}
