@@ -253,8 +253,9 @@ func (w *applyWrites) queue(s *Store, b *pgx.Batch, runs map[string]*store.Run) 
 			}
 			leases[i], readyAts[i], updated[i], finishes[i] = ts(r.LeaseUntil), ts(r.ReadyAt), r.UpdatedAt, ts(r.FinishedAt)
 		}
-		b.Queue(s.q(stmtRunsUpdate), ids, states, attempts, workers, leases, readyAts, seqs, results,
-			codes, errs, stops, updated, finishes)
+		b.Queue(s.q(stmtRunsUpdate), textArray(ids), textArray(states), attempts, textArray(workers),
+			tsArray(leases), tsArray(readyAts), seqs, byteaArray(results), textArray(codes),
+			textArray(errs), textArray(stops), timeArray(updated), tsArray(finishes))
 	}
 	if len(w.finished) > 0 {
 		b.Queue(s.q(stmtTimersClear), w.finished)

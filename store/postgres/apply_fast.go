@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,16 +65,21 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	defer t.release()
 	applied := make(map[string]*store.Run, n)
 	b := t.batch()
-	b.Queue(s.q(stmtStepsApply), ids, fences, counts, states, results, nows,
-		ev.runs, ev.seqs, ev.kinds, ev.names, ev.ats, ev.data, afters).
+	b.Queue(s.q(stmtStepsApply), textArray(ids), fences, counts, textArray(states), byteaArray(results),
+		timeArray(nows), textArray(ev.runs), ev.seqs, textArray(ev.kinds), textArray(ev.names),
+		timeArray(ev.ats), byteaArray(ev.data), afters).
 		Query(func(rows pgx.Rows) error { return collectRuns(rows, applied, nil) })
 	if err := t.commit(ctx, b); err != nil {
 		return nil, err
 	}
+	// The events as stored reuse what the statement was sent: their data was copied once (add),
+	// and the run was scanned into memory of its own, so neither is copied again.
 	out := make([]store.MutationResult, n)
+	k := 0
 	for i, m := range ms {
 		run, ok := applied[m.RunID]
 		if !ok {
+			k += len(m.Events)
 			out[i] = s.refusal(ctx, m)
 			continue
 		}
@@ -83,11 +87,11 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 		appended := make([]history.Event, len(m.Events))
 		for j, e := range m.Events {
 			e.Seq = base + int64(j+1)
-			e.Data = slices.Clone(e.Data)
-			e.At = pgTime(e.At)
+			e.Data, e.At = ev.data[k], ev.ats[k]
+			k++
 			appended[j] = e
 		}
-		out[i] = store.MutationResult{Appended: appended, Run: cloneRun(*run)}
+		out[i] = store.MutationResult{Appended: appended, Run: *run}
 	}
 	return out, nil
 }

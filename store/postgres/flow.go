@@ -60,18 +60,13 @@ func readFairClaim(br pgx.BatchResults) ([]store.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]*store.Run{}
-	var order []string
-	if err := collectRuns(rows, byID, &order); err != nil {
+	out, err := appendRuns(rows, nil)
+	if err != nil {
 		return nil, err
 	}
 	// COMMIT: the claim counts only once it has committed.
 	if _, err := br.Exec(); err != nil {
 		return nil, err
-	}
-	out := make([]store.Run, 0, len(order))
-	for _, id := range order {
-		out = append(out, *byID[id])
 	}
 	return out, nil
 }

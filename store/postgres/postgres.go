@@ -366,31 +366,94 @@ func strs(v []string) []string {
 }
 
 // scanRun reads a row of the run columns (runColumns, in that order).
+// scanRun scans one run row. A QueryRow row releases the driver's buffer before its values can
+// be used, so the state is read into a string of its own here.
 func scanRun(row pgx.Row) (store.Run, error) {
-	var r store.Run
-	var state string
-	var lease, ready, finished pgtype.Timestamptz
-	err := row.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
-		&state, &r.Attempt, &r.Fence, &r.WorkerID, &lease, &ready, &r.LastSeq, &r.Result, &r.ErrorCode,
-		&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &finished, &r.TraceParent, &r.TraceState, &r.Priority)
-	if err != nil {
+	s := runScan{single: true}
+	return s.scan(row)
+}
+
+// runScan holds the scan targets of a run row. The targets are addresses the driver keeps in an
+// interface, so each one scanned into a local of its own escaped: five heap allocations a row
+// (the run, its state and three timestamps) before a single value was read. One runScan serves
+// every row of a result (collectRuns), and the scanned values are copied out of it.
+type runScan struct {
+	r                      store.Run
+	state                  pgtype.DriverBytes // interned (internState): a run is in one of a few states
+	stateText              string             // the state of a single row (scanRun)
+	single                 bool
+	lease, ready, finished pgtype.Timestamptz
+	dest                   []any
+}
+
+func (s *runScan) scan(row pgx.Row) (store.Run, error) {
+	if s.dest == nil {
+		r := &s.r
+		var state any = &s.state
+		if s.single {
+			state = &s.stateText
+		}
+		s.dest = []any{&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
+			state, &r.Attempt, &r.Fence, &r.WorkerID, &s.lease, &s.ready, &r.LastSeq, &r.Result, &r.ErrorCode,
+			&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &s.finished, &r.TraceParent, &r.TraceState,
+			&r.Priority}
+	}
+	// Every target is written by a successful scan (a NULL bytea as nil); the driver copies the
+	// bytes it scans, so the run shares no memory with the next row's.
+	if err := row.Scan(s.dest...); err != nil {
 		return store.Run{}, err
 	}
-	r.State = store.State(state)
-	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(lease), fromTS(ready), fromTS(finished)
+	r := s.r
+	if s.single {
+		r.State = store.State(s.stateText)
+	} else {
+		r.State = internState(s.state)
+	}
+	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return r, nil
 }
 
+// appendRuns appends every row of rows to out: a claim's rows are distinct runs, and need no
+// map to find them by.
+func appendRuns(rows pgx.Rows, out []store.Run) ([]store.Run, error) {
+	defer rows.Close()
+	var s runScan
+	for rows.Next() {
+		r, err := s.scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// internState is the state named b (memory the driver reuses for the next row) without a copy.
+func internState(b []byte) store.State {
+	for _, st := range knownStates {
+		if string(st) == string(b) {
+			return st
+		}
+	}
+	return store.State(b)
+}
+
+var knownStates = [...]store.State{store.StateRunning, store.StateReady, store.StateCompleted,
+	store.StateSuspended, store.StateDelayed, store.StateFailed, store.StateCancelled, store.StateBlocked}
+
 // collectRuns reads every row of rows into runs (keyed by id) and, if order is not nil, appends
 // the ids in row order.
 func collectRuns(rows pgx.Rows, into map[string]*store.Run, order *[]string) error {
+	var s runScan
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := s.scan(rows)
 		if err != nil {
 			return err
 		}
-		into[r.ID] = &r
+		p := new(store.Run)
+		*p = r
+		into[r.ID] = p
 		if order != nil {
 			*order = append(*order, r.ID)
 		}
@@ -434,7 +497,8 @@ func (w *eventRows) add(r *store.Run, e history.Event) history.Event {
 
 func (w *eventRows) queue(s *Store, b *pgx.Batch) {
 	if len(w.runs) > 0 {
-		b.Queue(s.q(stmtHistoryAppend), w.runs, w.seqs, w.kinds, w.names, w.ats, w.data)
+		b.Queue(s.q(stmtHistoryAppend), textArray(w.runs), w.seqs, textArray(w.kinds), textArray(w.names),
+			timeArray(w.ats), byteaArray(w.data))
 	}
 }
 
@@ -493,7 +557,8 @@ func (w *timerRows) queue(s *Store, b *pgx.Batch) {
 			fireKinds[i], fireNames[i], fireAts[i], fireData[i] = &k, r.Fire.Name, ts(r.Fire.At), r.Fire.Data
 		}
 	}
-	b.Queue(s.q(stmtTimersArm), runs, keys, dues, fireKinds, fireNames, fireAts, fireData)
+	b.Queue(s.q(stmtTimersArm), textArray(runs), textArray(keys), timeArray(dues), fireKinds,
+		textArray(fireNames), tsArray(fireAts), byteaArray(fireData))
 	b.Queue(s.q(stmtNotify), s.chTimer, []string{""})
 }
 

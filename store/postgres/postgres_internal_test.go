@@ -653,6 +653,7 @@ func BenchmarkApplyStep(b *testing.B) {
 			runs := runningRuns(b, s, 1, n, "q")
 			ms := make([]store.Mutation, n)
 			ctx := context.Background()
+			b.ReportAllocs()
 			i := 0
 			for ; b.Loop(); i++ {
 				for j, r := range runs {
@@ -664,6 +665,154 @@ func BenchmarkApplyStep(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(i*n)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
+
+// BenchmarkClaim measures one oldest-first claim of 32 runs (and its allocations); creating the
+// runs it claims is left out of the timing.
+func BenchmarkClaim(b *testing.B) {
+	for _, fair := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fair=%v", fair), func(b *testing.B) {
+			s := OpenTest(b, Config{MaxConns: 2})
+			ctx := context.Background()
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				ps := make([]store.CreateRunParams, 32)
+				for i := range ps {
+					ps[i] = newRun(n, "q")
+					n++
+				}
+				if _, err := s.RunCreate(ctx, ps); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				runs, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"q"}, Limit: 32,
+					Now: t0, LeaseUntil: t0.Add(time.Hour), StickyBefore: t0, OldestFirst: !fair})
+				if err != nil || len(runs) != 32 {
+					b.Fatalf("RunClaim: %d runs, %v", len(runs), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHistoryRead measures reading a run's whole history of 21 events (a ten-step run's).
+func BenchmarkHistoryRead(b *testing.B) {
+	s := OpenTest(b, Config{MaxConns: 2})
+	ctx := context.Background()
+	r := runningRuns(b, s, 1, 1, "q")[0]
+	for i := range 10 {
+		res := applyAll(b, s, []store.Mutation{
+			{RunID: r.ID, Fence: r.Fence, Now: t0, Events: []history.Event{
+				history.New(t0, history.StepCompleted{StepName: fmt.Sprintf("p%d", i), Output: []byte("out")}),
+				history.New(t0, history.StepCompleted{StepName: fmt.Sprintf("s%d", i), Output: []byte("out")})}}})
+		r = res[0].Run
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		evs, err := s.HistoryRead(ctx, r.ID, 0, 0)
+		if err != nil || len(evs) != 21 {
+			b.Fatalf("HistoryRead: %d events, %v", len(evs), err)
+		}
+	}
+}
+
+// TestAllocationsPerUnit holds the Go side of the hot statements to their allocations: an
+// applied step, a claimed run, a created run and a read event. The bounds sit between what each
+// cost after the array parameters, the shared scan targets and the interned kinds (about 13, 6,
+// 18 and 5) and what it cost before (about 32, 14, 42 and 9), so any one of those coming back
+// fails here.
+func TestAllocationsPerUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations against a database")
+	}
+	s := OpenTest(t, Config{MaxConns: 2})
+	ctx := context.Background()
+	const n, rounds = 32, 10
+	per := func(name string, units int, limit float64, f func()) {
+		t.Helper()
+		if got := testing.AllocsPerRun(rounds, f) / float64(units); got > limit {
+			t.Errorf("%s: %.1f allocations per unit, want at most %.0f", name, got, limit)
+		} else {
+			t.Logf("%s: %.1f allocations per unit", name, got)
+		}
+	}
+
+	runs := runningRuns(t, s, 1, n, "steps")
+	ms := make([]store.Mutation, n)
+	for j, r := range runs {
+		ms[j] = stepMutation(r, "s")
+	}
+	per("applied step", n, 16, func() {
+		if res, err := s.RunApply(ctx, ms); err != nil || res[0].Err != nil {
+			t.Fatalf("RunApply: %v %v", err, res)
+		}
+	})
+
+	ps := make([]store.CreateRunParams, n*(rounds+1))
+	for i := range ps {
+		ps[i] = newRun(1000+i, "claims")
+	}
+	if _, err := s.RunCreate(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	per("claimed run", n, 8, func() {
+		got, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"claims"}, Limit: n,
+			Now: t0, LeaseUntil: t0.Add(time.Hour), StickyBefore: t0, OldestFirst: true})
+		if err != nil || len(got) != n {
+			t.Fatalf("RunClaim: %d runs, %v", len(got), err)
+		}
+	})
+
+	batches := make([][]store.CreateRunParams, rounds+1)
+	for k := range batches {
+		batches[k] = make([]store.CreateRunParams, n)
+		for i := range batches[k] {
+			batches[k][i] = newRun(100000+k*n+i, "created")
+		}
+	}
+	k := 0
+	per("created run", n, 25, func() {
+		if _, err := s.RunCreate(ctx, batches[k]); err != nil {
+			t.Fatal(err)
+		}
+		k++
+	})
+
+	// runs[0] now has its RunStarted and one step per RunApply above.
+	events := 1 + rounds + 1
+	per("read event", events, 7, func() {
+		evs, err := s.HistoryRead(ctx, runs[0].ID, 0, 0)
+		if err != nil || len(evs) != events {
+			t.Fatalf("HistoryRead: %d events, %v", len(evs), err)
+		}
+	})
+}
+
+// BenchmarkRunCreate measures creating runs through RunCreate (the enqueue path, one run or a
+// group of 32 a call), with its allocations.
+func BenchmarkRunCreate(b *testing.B) {
+	for _, n := range []int{1, 32} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			s := OpenTest(b, Config{MaxConns: 2})
+			ctx := context.Background()
+			ps := make([]store.CreateRunParams, n)
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				b.StopTimer()
+				for i := range ps {
+					ps[i] = newRun(k, "q")
+					k++
+				}
+				b.StartTimer()
+				if _, err := s.RunCreate(ctx, ps); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -43,8 +43,13 @@ func (s *Store) RunCreate(ctx context.Context, ps []store.CreateRunParams) ([]st
 	if err := t.commit(ctx, b); err != nil {
 		return nil, err
 	}
+	// A run this call inserted was scanned into memory of its own; only a live holder can be
+	// the result of several items (the same key twice in one call), so only those are copied
+	// apart.
 	for i := range out {
-		out[i].Run = cloneRun(out[i].Run)
+		if out[i].Deduped {
+			out[i].Run = cloneRun(out[i].Run)
+		}
 	}
 	return out, nil
 }
@@ -99,8 +104,10 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 		inserted := map[string]bool{}
 		live := map[[2]string]*store.Run{}
 		b := t.batch()
-		b.Queue(s.q(stmtRunInsert), ids, jobNames, queues, keys, tenants, noTenant, enqueuers, inputs,
-			states, attempts, readyAts, createdAts, traceParents, traceStates, priorities).Query(func(rows pgx.Rows) error {
+		b.Queue(s.q(stmtRunInsert), textArray(ids), textArray(jobNames), textArray(queues),
+			textArray(keys), textArray(tenants), noTenant, textArray(enqueuers), byteaArray(inputs),
+			textArray(states), attempts, tsArray(readyAts), timeArray(createdAts),
+			textArray(traceParents), textArray(traceStates), priorities).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
 				if err := rows.Scan(&id); err != nil {
@@ -110,9 +117,10 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			}
 			return rows.Err()
 		})
-		b.Queue(s.q(stmtRunsLive), jobNames, keys).Query(func(rows pgx.Rows) error {
+		b.Queue(s.q(stmtRunsLive), textArray(jobNames), textArray(keys)).Query(func(rows pgx.Rows) error {
+			var sc runScan
 			for rows.Next() {
-				r, err := scanRun(rows)
+				r, err := sc.scan(rows)
 				if err != nil {
 					return err
 				}
@@ -182,14 +190,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	if err != nil {
 		return nil, unavailable("run claim", err)
 	}
-	byID := map[string]*store.Run{}
-	var order []string
-	if err := collectRuns(rows, byID, &order); err != nil {
+	out, err := appendRuns(rows, make([]store.Run, 0, min(p.Limit, 256)))
+	if err != nil {
 		return nil, unavailable("run claim", err)
-	}
-	out := make([]store.Run, 0, len(order))
-	for _, id := range order {
-		out = append(out, *byID[id])
 	}
 	// UPDATE … RETURNING gives no order; the contract's is oldest ReadyAt first.
 	slices.SortFunc(out, func(a, b store.Run) int {
@@ -395,18 +398,31 @@ func (s *Store) RunExpireLeases(ctx context.Context, now time.Time, limit int) (
 // HistoryRead reads the events and whether the run exists in one pipeline (one round trip), so
 // an unknown run is told from a run with nothing after afterSeq.
 func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, limit int) ([]history.Event, error) {
-	var exists bool
+	lastSeq := int64(-1)
 	var out []history.Event
 	b := &pgx.Batch{}
-	b.Queue(s.q(stmtRunExists), runID).QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	b.Queue(s.q(stmtRunLastSeq), runID).QueryRow(func(row pgx.Row) error { return row.Scan(&lastSeq) })
 	b.Queue(s.q(stmtHistoryRead), runID, afterSeq, limitArg(limit)).Query(func(rows pgx.Rows) error {
+		// The run's last seq, read a moment before, sizes the result: a replay reads whole
+		// histories, and growing the slice by doubling copied it about log2(n) times. It is only
+		// a hint (an event appended in between is appended as before).
+		if n := lastSeq - afterSeq; n > 0 {
+			if limit > 0 && n > int64(limit) {
+				n = int64(limit)
+			}
+			out = make([]history.Event, 0, min(n, 4096))
+		}
+		// One set of scan targets for every row (each address the driver holds escaped, a heap
+		// allocation a row), and the kind read from the driver's buffer and interned: kinds are
+		// a handful of names, and a string made for each was garbage at once.
+		var e history.Event
+		var kind pgtype.DriverBytes
+		dest := []any{&e.Seq, &kind, &e.Name, &e.At, &e.Data}
 		for rows.Next() {
-			var e history.Event
-			var kind string
-			if err := rows.Scan(&e.Seq, &kind, &e.Name, &e.At, &e.Data); err != nil {
+			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
-			e.Kind, e.At = history.Kind(kind), e.At.UTC()
+			e.Kind, e.At = internKind(kind), e.At.UTC()
 			out = append(out, e)
 		}
 		return rows.Err()
@@ -414,10 +430,33 @@ func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, l
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, unavailable("history read", err)
 	}
-	if !exists {
+	if lastSeq < 0 {
 		return nil, notFound(runID)
 	}
 	return out, nil
+}
+
+// knownKinds maps each event kind's name to the kind, so a scanned kind costs no string.
+var knownKinds = func() map[string]history.Kind {
+	m := map[string]history.Kind{}
+	for _, k := range []history.Kind{history.KindRunStarted, history.KindStepCompleted,
+		history.KindTimerStarted, history.KindTimerFired, history.KindEventWaitStarted,
+		history.KindEventReceived, history.KindEventWaitTimedOut, history.KindAttemptFailed,
+		history.KindRunBlocked, history.KindRunRetried, history.KindRunCompleted, history.KindRunFailed,
+		history.KindRunCancelled, history.KindEventPublished, history.KindChildEnqueued,
+		history.KindVersionMarked} {
+		m[string(k)] = k
+	}
+	return m
+}()
+
+// internKind is the kind named b (memory the driver reuses for the next row): a known kind
+// without a copy, any other copied.
+func internKind(b []byte) history.Kind {
+	if k, ok := knownKinds[string(b)]; ok {
+		return k
+	}
+	return history.Kind(b)
 }
 
 // QueueStats counts runs by queue and state; Counts holds the states with at least one run.

@@ -45,7 +45,7 @@ const (
 	stmtTimersClear
 	stmtWaitsClear
 	stmtRunsExpire
-	stmtRunExists
+	stmtRunLastSeq
 	stmtHistoryRead
 	stmtTimersDueRuns
 	stmtTimersDueOf
@@ -312,7 +312,9 @@ woken AS (
 )
 SELECT w.id, w.queue FROM woken w, LATERAL (SELECT pg_notify($3, w.queue)) n`,
 
-	stmtRunExists: `SELECT EXISTS (SELECT 1 FROM {S}.runs WHERE id = $1)`,
+	// The run's last seq, or -1 if there is no such run: HistoryRead tells an unknown run from
+	// one with nothing after afterSeq, and sizes its result.
+	stmtRunLastSeq: `SELECT COALESCE((SELECT last_seq FROM {S}.runs WHERE id = $1), -1)`,
 
 	stmtHistoryRead: `
 SELECT seq, kind, name, at, data FROM {S}.history
