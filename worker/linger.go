@@ -20,6 +20,12 @@ const (
 	// lingers: a quarter claims in batches about twice as large as without, and its linger
 	// ends early whenever a wave frees that many.
 	claimBatchShare = 4
+	// minDefaultBatch is the smallest default batch a poller lingers for. A smaller one saves
+	// only a few claims while its linger costs the same idle slot: measured with remote worker
+	// processes of 16 slots (a batch of 4), ten-step claims fell by a fifth at the same rate,
+	// but no-op claims rose by 12–25% and the rate fell by 2–10%. ClaimBatch set explicitly
+	// lingers for any batch from 2.
+	minDefaultBatch = 8
 )
 
 // lingerFor returns how long a poller of a queue of the given concurrency lingers, and for how
@@ -34,7 +40,9 @@ func (w *Worker) lingerFor(concurrency int) (time.Duration, int) {
 	}
 	k := w.cfg.ClaimBatch
 	if k == 0 {
-		k = concurrency / claimBatchShare
+		if k = concurrency / claimBatchShare; k < minDefaultBatch {
+			return 0, 0
+		}
 	}
 	k = min(k, concurrency)
 	if k < 2 {

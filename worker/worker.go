@@ -74,7 +74,8 @@ type Config struct {
 	// (linger.go). An idle poller never waits. Defaults to 2ms; negative disables it.
 	ClaimLinger time.Duration
 	// ClaimBatch is how many free slots end a linger early. Defaults to a quarter of the
-	// queue's concurrency; below 2 a poller does not linger.
+	// queue's concurrency when that is at least 8 (a queue of 32 slots or more), else no linger;
+	// set explicitly, a poller lingers for any batch from 2.
 	ClaimBatch int
 }
 
