@@ -69,6 +69,14 @@ type Config struct {
 	// NoClaimAhead keeps a claim's slot until its last record's answer is back, instead of
 	// claiming the slot's next run while that record commits (ahead.go).
 	NoClaimAhead bool
+	// ClaimLinger is how long a poller that has runs in flight and fewer than ClaimBatch free
+	// slots waits for more to free before it claims, so that it makes fewer, larger claims
+	// (linger.go). An idle poller never waits. Defaults to 2ms; negative disables it.
+	ClaimLinger time.Duration
+	// ClaimBatch is how many free slots end a linger early. Defaults to a quarter of the
+	// queue's concurrency when that is at least 8 (a queue of 32 slots or more), else no linger;
+	// set explicitly, a poller lingers for any batch from 2.
+	ClaimBatch int
 }
 
 // Worker executes runs.
@@ -297,6 +305,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 	// runner waiting for one, else a runner is started for it.
 	idle := make(chan frontend.Task)
 	backoff := 50 * time.Millisecond
+	wait, batch := w.lingerFor(concurrency)
 	for w.pollCtx.Err() == nil {
 		// Wait for a free slot before asking for work, so a claimed run never waits in memory
 		// while its lease runs.
@@ -327,6 +336,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 				break more
 			}
 		}
+		free = linger(free, batch, wait, slots, held, w.pollCtx.Done())
 		// The process-wide budget (LimitConfig.Global): never claim beyond it.
 		got := w.lim.take(w.pollCtx, free)
 		unused(free - got)

@@ -1,0 +1,34 @@
+package worker
+
+import (
+	"testing"
+	"time"
+)
+
+// The default batch is a quarter of the queue's slots, and a queue of fewer than 32 slots does
+// not linger unless ClaimBatch asks for it.
+func TestLingerFor(t *testing.T) {
+	cases := []struct {
+		linger      time.Duration
+		batch       int
+		concurrency int
+		wait        time.Duration
+		k           int
+	}{
+		{concurrency: 32, wait: defaultClaimLinger, k: 8},
+		{concurrency: 100, wait: defaultClaimLinger, k: 25},
+		{concurrency: 16},
+		{batch: 4, concurrency: 16, wait: defaultClaimLinger, k: 4},
+		{batch: 40, concurrency: 16, wait: defaultClaimLinger, k: 16},
+		{batch: 1, concurrency: 32},
+		{linger: -1, concurrency: 32},
+		{linger: 5 * time.Millisecond, concurrency: 32, wait: 5 * time.Millisecond, k: 8},
+	}
+	for _, c := range cases {
+		w := &Worker{cfg: Config{ClaimLinger: c.linger, ClaimBatch: c.batch}}
+		if d, k := w.lingerFor(c.concurrency); d != c.wait || k != c.k {
+			t.Errorf("linger %s, batch %d, concurrency %d: got %s for %d, want %s for %d",
+				c.linger, c.batch, c.concurrency, d, k, c.wait, c.k)
+		}
+	}
+}
