@@ -134,36 +134,9 @@ func (p *connPool) roundTripOnce(ctx context.Context, path string, h http.Header
 	if err != nil {
 		return nil, nil, err
 	}
-	// ctx ends the call: its deadline is the connection's, its cancellation cuts the
-	// connection short (the engine sees the client leave, as with net/http).
-	if d, ok := ctx.Deadline(); ok {
-		_ = wc.SetDeadline(d)
-	} else {
-		_ = wc.SetDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { _ = wc.SetDeadline(time.Unix(1, 0)) })
+	stop := wc.bind(ctx)
 	res, b, err := wc.exchange(p.host, path, h, body)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// The connection's deadline is ctx's, which may pass a moment before ctx says so.
-		<-ctx.Done()
-	}
-	if !stop() || ctx.Err() != nil {
-		wc.Close()
-		if err == nil {
-			err = ctx.Err()
-		} else if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		}
-		return nil, nil, err
-	}
-	if err != nil {
-		wc.Close()
-		if errors.Is(err, errIdleClosed) {
-			if reused {
-				return nil, nil, errIdleClosed
-			}
-			err = io.ErrUnexpectedEOF
-		}
+	if err := wc.settle(ctx, stop, reused, err); err != nil {
 		return nil, nil, err
 	}
 	if res.Close {
@@ -172,6 +145,47 @@ func (p *connPool) roundTripOnce(ctx context.Context, path string, h http.Header
 		p.put(wc)
 	}
 	return res, b, nil
+}
+
+// bind makes ctx end the call on wc: its deadline is the connection's, its cancellation cuts the
+// connection short (the engine sees the client leave, as with net/http). The returned stop
+// unbinds it, as context.AfterFunc's does.
+func (wc *wireConn) bind(ctx context.Context) (stop func() bool) {
+	if d, ok := ctx.Deadline(); ok {
+		_ = wc.SetDeadline(d)
+	} else {
+		_ = wc.SetDeadline(time.Time{})
+	}
+	return context.AfterFunc(ctx, func() { _ = wc.SetDeadline(time.Unix(1, 0)) })
+}
+
+// settle ends a call bound by bind: nil when it went through (wc may be kept), else the error the
+// caller sees, with wc closed. ctx's end wins over the connection's error it caused; a kept
+// connection found closed before anything was read is errIdleClosed (the call may go again on a
+// new one), a new one io.ErrUnexpectedEOF.
+func (wc *wireConn) settle(ctx context.Context, stop func() bool, reused bool, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection's deadline is ctx's, which may pass a moment before ctx says so.
+		<-ctx.Done()
+	}
+	if !stop() || ctx.Err() != nil {
+		wc.Close()
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	if err != nil {
+		wc.Close()
+		if errors.Is(err, errIdleClosed) {
+			if reused {
+				return errIdleClosed
+			}
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
 }
 
 // exchange writes the request and reads the whole answer.

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync/atomic"
-	"time"
 )
 
 // The client's half of the framed worker calls (frames.go): a pool of connections upgraded to
@@ -51,12 +49,7 @@ func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if d, ok := ctx.Deadline(); ok {
-		_ = wc.SetDeadline(d)
-	} else {
-		_ = wc.SetDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { _ = wc.SetDeadline(time.Unix(1, 0)) })
+	stop := wc.bind(ctx)
 	if !reused {
 		if err = p.upgrade(wc); err != nil {
 			stop()
@@ -71,26 +64,7 @@ func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte) 
 		}
 	}
 	status, b, err := wc.frame(route, body)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		<-ctx.Done()
-	}
-	if !stop() || ctx.Err() != nil {
-		wc.Close()
-		if err == nil {
-			err = ctx.Err()
-		} else if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		}
-		return 0, nil, err
-	}
-	if err != nil {
-		wc.Close()
-		if errors.Is(err, errIdleClosed) {
-			if reused {
-				return 0, nil, errIdleClosed
-			}
-			err = io.ErrUnexpectedEOF
-		}
+	if err := wc.settle(ctx, stop, reused, err); err != nil {
 		return 0, nil, err
 	}
 	p.conns.put(wc)

@@ -48,19 +48,26 @@ func (e *Engine) leaseKey(ctx context.Context) ([]byte, error) {
 // signLease issues the token of a claim and remembers it as verified: the token is this
 // engine's own, so the claim's first record need not recompute its HMAC (one per claim saved).
 func (e *Engine) signLease(key []byte, runID string, fence int64, workerID string) string {
+	token := e.sign(key, runID, fence, workerID)
+	e.verified.Add(runID, verifiedClaim{fence, workerID, token})
+	return token
+}
+
+// sign is the token of (run, fence, worker) under key, computed with a pooled HMAC. The pool's
+// HMACs are keyed with the engine's one lease key, which never changes in its life.
+func (e *Engine) sign(key []byte, runID string, fence int64, workerID string) string {
 	m, _ := e.hmacs.Get().(hash.Hash)
 	if m == nil {
 		m = hmac.New(sha256.New, key)
 	}
 	m.Reset()
-	token := sign(m, runID, fence, workerID)
+	token := signWith(m, runID, fence, workerID)
 	e.hmacs.Put(m)
-	e.verified.Add(runID, verifiedClaim{fence, workerID, token})
 	return token
 }
 
-// sign writes the claim into a keyed (and reset) HMAC and returns the token.
-func sign(m hash.Hash, runID string, fence int64, workerID string) string {
+// signWith writes the claim into a keyed (and reset) HMAC and returns the token.
+func signWith(m hash.Hash, runID string, fence int64, workerID string) string {
 	// Length-prefixed fields: no two (run, fence, worker) triples share an input.
 	buf := make([]byte, 0, 64+len(runID)+len(workerID))
 	for _, f := range []string{runID, strconv.FormatInt(fence, 10), workerID} {
@@ -97,13 +104,7 @@ func (e *Engine) checkLease(ctx context.Context, runID string, fence int64, work
 	if err != nil {
 		return err
 	}
-	m, _ := e.hmacs.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, k)
-	}
-	m.Reset()
-	want := sign(m, runID, fence, workerID)
-	e.hmacs.Put(m)
+	want := e.sign(k, runID, fence, workerID)
 	if !hmac.Equal([]byte(want), []byte(token)) {
 		return jobs.Errorf(jobs.CodeLeaseInvalid, "run %s: the lease token was not issued for fence %d to worker %q", runID, fence, workerID)
 	}

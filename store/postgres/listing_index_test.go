@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/storetest"
 )
 
 // TestListingIndexesSkipRunningRuns: the state, job, queue and key indexes hold no running run
@@ -111,20 +112,7 @@ func checkSearches(t *testing.T, s *Store, all []seededRun) {
 			}
 		}
 		// Every page, each after the last one's final id, until a short page.
-		var got []string
-		for {
-			page, err := s.RunSearch(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page {
-				got = append(got, r.ID)
-			}
-			if len(page) < q.Limit {
-				break
-			}
-			q.Before = page[len(page)-1].ID
-		}
+		got := storetest.SearchIDs(t, s, q)
 		if !slices.Equal(got, want) {
 			t.Errorf("search %+v: got %v, want %v", q, got, want)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"testing"
 
@@ -165,23 +166,29 @@ var bulkTests = []test{
 		}
 		bulkCreate(t, s, ps)
 		slices.Reverse(want)
-		var got []string
-		q := store.RunQuery{ListParams: store.ListParams{Tenant: "bulk-tenant", Limit: 30}}
-		for {
-			page, err := s.RunSearch(t.Context(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page {
-				got = append(got, r.ID)
-			}
-			if len(page) < q.Limit {
-				break
-			}
-			q.Before = page[len(page)-1].ID
-		}
+		got := SearchIDs(t, s, store.RunQuery{ListParams: store.ListParams{Tenant: "bulk-tenant", Limit: 30}})
 		if !slices.Equal(got, want) {
 			t.Errorf("tenant listing: %d runs %v; want %d %v", len(got), got, len(want), want)
 		}
 	}},
+}
+
+// SearchIDs pages through q's search to its end, each page after the last one's final id, and
+// returns the ids in the order the pages gave them.
+func SearchIDs(t testing.TB, s store.Store, q store.RunQuery) []string {
+	t.Helper()
+	var got []string
+	for {
+		page, err := s.RunSearch(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+		}
+		if len(page) < q.Limit {
+			return got
+		}
+		q.Before = page[len(page)-1].ID
+	}
 }
