@@ -72,19 +72,8 @@ func (b *bundle) remoteWorker(t *testing.T, defs ...jobs.Definition) *worker.Wor
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
+	w := startWorker(t, worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
 		PollWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
 	return w
 }
 
@@ -774,4 +763,22 @@ func TestLongPollEndsWhenTheClientLeaves(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the poll kept waiting after the client left")
 	}
+}
+
+// startWorker starts a worker of cfg and stops it when the test ends.
+func startWorker(t testing.TB, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
 }

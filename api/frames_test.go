@@ -84,19 +84,8 @@ func TestFramedWorkerRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Frontend: c, Registry: reg, Clock: env.Clock, Logger: env.Logger,
+	startWorker(t, worker.Config{Frontend: c, Registry: reg, Clock: env.Clock, Logger: env.Logger,
 		PollWait: time.Second, Concurrency: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
 	const runs = 8
 	ids := make([]string, runs)
 	for i := range ids {

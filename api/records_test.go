@@ -67,19 +67,8 @@ func TestRemoteRecordsAreBatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
+	startWorker(t, worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
 		PollWait: time.Second, Concurrency: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
 	const runs = 16
 	ids := make([]string, runs)
 	for i := range ids {

@@ -122,18 +122,7 @@ func remoteWorkerAt(t *testing.T, url string, defs ...jobs.Definition) *worker.W
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Frontend: c, Registry: reg, Logger: testenv.Logger(), PollWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
+	w := startWorker(t, worker.Config{Frontend: c, Registry: reg, Logger: testenv.Logger(), PollWait: time.Second})
 	return w
 }
 

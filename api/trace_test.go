@@ -71,19 +71,8 @@ func TestTraceOverHTTPWorkerProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
+	startWorker(t, worker.Config{Frontend: b.client, Registry: reg, Clock: b.env.Clock, Logger: b.env.Logger,
 		PollWait: time.Second, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
 
 	ctx, enq := tp.Tracer("app").Start(t.Context(), "http POST /checkout")
 	res, err := job.Enqueue(ctx, b.client, "o1")
