@@ -16,8 +16,12 @@ import (
 // wire is byte for byte what pgx sends for the plain slice: the same binary array of the same
 // element type, a nil []byte still a NULL element.
 
-func oneDim(n int) []pgtype.ArrayDimension {
-	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
+// dims is the Dimensions of a one-dimensional array parameter; a nil slice is a NULL array.
+func dims[T any](a []T) []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
 }
 
 // textArray is a text[] parameter.
@@ -25,14 +29,9 @@ type textArray []string
 
 type textRef struct{ p *string }
 
-func (a textArray) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return oneDim(len(a))
-}
-func (a textArray) Index(i int) any { return textRef{&a[i]} }
-func (a textArray) IndexType() any  { return textRef{} }
+func (a textArray) Dimensions() []pgtype.ArrayDimension { return dims(a) }
+func (a textArray) Index(i int) any                     { return textRef{&a[i]} }
+func (a textArray) IndexType() any                      { return textRef{} }
 
 func (r textRef) TextValue() (pgtype.Text, error) { return pgtype.Text{String: *r.p, Valid: true}, nil }
 
@@ -41,14 +40,9 @@ type timeArray []time.Time
 
 type timeRef struct{ p *time.Time }
 
-func (a timeArray) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return oneDim(len(a))
-}
-func (a timeArray) Index(i int) any { return timeRef{&a[i]} }
-func (a timeArray) IndexType() any  { return timeRef{} }
+func (a timeArray) Dimensions() []pgtype.ArrayDimension { return dims(a) }
+func (a timeArray) Index(i int) any                     { return timeRef{&a[i]} }
+func (a timeArray) IndexType() any                      { return timeRef{} }
 
 func (r timeRef) TimestamptzValue() (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: *r.p, Valid: true}, nil
@@ -59,14 +53,9 @@ type byteaArray [][]byte
 
 type byteaRef struct{ p *[]byte }
 
-func (a byteaArray) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return oneDim(len(a))
-}
-func (a byteaArray) Index(i int) any { return byteaRef{&a[i]} }
-func (a byteaArray) IndexType() any  { return byteaRef{} }
+func (a byteaArray) Dimensions() []pgtype.ArrayDimension { return dims(a) }
+func (a byteaArray) Index(i int) any                     { return byteaRef{&a[i]} }
+func (a byteaArray) IndexType() any                      { return byteaRef{} }
 
 func (r byteaRef) BytesValue() ([]byte, error) { return *r.p, nil }
 
@@ -75,13 +64,8 @@ type tsArray []pgtype.Timestamptz
 
 type tsRef struct{ p *pgtype.Timestamptz }
 
-func (a tsArray) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return oneDim(len(a))
-}
-func (a tsArray) Index(i int) any { return tsRef{&a[i]} }
-func (a tsArray) IndexType() any  { return tsRef{} }
+func (a tsArray) Dimensions() []pgtype.ArrayDimension { return dims(a) }
+func (a tsArray) Index(i int) any                     { return tsRef{&a[i]} }
+func (a tsArray) IndexType() any                      { return tsRef{} }
 
 func (r tsRef) TimestamptzValue() (pgtype.Timestamptz, error) { return *r.p, nil }
