@@ -45,7 +45,7 @@ const (
 	stmtTimersClear
 	stmtWaitsClear
 	stmtRunsExpire
-	stmtRunLastSeq
+	stmtHistoryHead
 	stmtHistoryRead
 	stmtTimersDueRuns
 	stmtTimersDueOf
@@ -312,9 +312,13 @@ woken AS (
 )
 SELECT w.id, w.queue FROM woken w, LATERAL (SELECT pg_notify($3, w.queue)) n`,
 
-	// The run's last seq, or -1 if there is no such run: HistoryRead tells an unknown run from
-	// one with nothing after afterSeq, and sizes its result.
-	stmtRunLastSeq: `SELECT COALESCE((SELECT last_seq FROM {S}.runs WHERE id = $1), -1)`,
+	// The run's last seq, read with its history: HistoryRead tells an unknown run (no row) from
+	// one with nothing after afterSeq, and sizes its result. From seq 1 on ($2 < 1) it also reads
+	// the fields RunStarted is rebuilt from when history holds no row for it (implied.go).
+	stmtHistoryHead: `
+SELECT last_seq, job, queue, key, tenant, no_tenant, enqueued_by, created_at,
+	CASE WHEN $2::bigint < 1 THEN input END
+FROM {S}.runs WHERE id = $1`,
 
 	stmtHistoryRead: `
 SELECT seq, kind, name, at, data FROM {S}.history
