@@ -145,3 +145,85 @@ func TestStoredRunStartedIsReadAsStored(t *testing.T) {
 		t.Fatalf("read %+v, want the stored row alone", evs)
 	}
 }
+
+// A completion whose RunCompleted the completed row implies writes no history row for it; every
+// read of the history (any offset, any limit) gives the events the batch was answered with, the
+// rebuilt first and last among them. A RunCompleted the row does not imply (another time, an
+// empty result) is written.
+func TestRunCompletedLivesInTheRow(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.UTC)
+	var ps []store.CreateRunParams
+	for n := 1; n <= 4; n++ {
+		ps = append(ps, impliedParams(n, at))
+	}
+	if _, err := s.RunCreate(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"q"}, Limit: 10,
+		Now: at, LeaseUntil: at.Add(time.Minute)})
+	if err != nil || len(claimed) != 4 {
+		t.Fatalf("claimed %d runs: %v", len(claimed), err)
+	}
+	done := at.Add(1500 * time.Millisecond)
+	complete := func(r store.Run, steps int, result []byte, eventAt time.Time) store.Mutation {
+		m := store.Mutation{RunID: r.ID, Fence: r.Fence, Now: done}
+		for i := range steps {
+			m.Events = append(m.Events, history.New(done, history.StepCompleted{StepName: fmt.Sprint("s", i), Output: []byte{0xc0}}))
+		}
+		m.Events = append(m.Events, history.New(eventAt, history.RunCompleted{Result: result}))
+		m.State, m.Result = store.StateCompleted, result
+		return m
+	}
+	byID := map[string]store.Run{}
+	for _, r := range claimed {
+		byID[r.ID] = r
+	}
+	ms := []store.Mutation{
+		complete(byID[runID(1)], 0, []byte{0x2a}, done),                // the no-op job's shape
+		complete(byID[runID(2)], 3, []byte{0xa2, 'o', 'k'}, done),      // after steps
+		complete(byID[runID(3)], 1, []byte{0x2a}, done.Add(time.Hour)), // another time: written
+		complete(byID[runID(4)], 1, nil, done),                         // no result: written
+	}
+	res := applyAll(t, s, ms)
+	for i, want := range []int{0, 0, 1, 1} {
+		id := ms[i].RunID
+		r := res[i]
+		if r.Err != nil {
+			t.Fatalf("%s: %v", id, r.Err)
+		}
+		var rows int
+		if err := s.pool.QueryRow(ctx, s.render(`SELECT count(*) FROM {S}.history WHERE run_id = $1 AND seq = $2`), id, r.Run.LastSeq).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != want {
+			t.Errorf("%s: %d history rows at its last seq %d, want %d", id, rows, r.Run.LastSeq, want)
+		}
+		whole := append([]history.Event{}, ps[i].Started)
+		whole[0].Seq, whole[0].At = 1, whole[0].At.Truncate(time.Microsecond)
+		whole = append(whole, r.Appended...)
+		if last := whole[len(whole)-1]; last.Seq != r.Run.LastSeq || last.Kind != history.KindRunCompleted {
+			t.Fatalf("%s: answered %+v", id, r.Appended)
+		}
+		for after := int64(0); after <= r.Run.LastSeq; after++ {
+			for _, lim := range []int{0, 1, 2, 3, 10} {
+				got, err := s.HistoryRead(ctx, id, after, lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := whole[after:]
+				if lim > 0 && len(want) > lim {
+					want = want[:lim]
+				}
+				if len(got) == 0 && len(want) == 0 {
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s after %d limit %d:\n got %+v\nwant %+v", id, after, lim, got, want)
+				}
+			}
+		}
+	}
+}

@@ -406,10 +406,13 @@ func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, l
 	b := &pgx.Batch{}
 	b.Queue(s.q(stmtHistoryHead), runID, afterSeq).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
+			var finished pgtype.Timestamptz
 			if err := rows.Scan(&lastSeq, &head.Job, &head.Queue, &head.Key, &head.Tenant,
-				&head.NoTenant, &head.EnqueuedBy, &head.CreatedAt, &head.Input); err != nil {
+				&head.NoTenant, &head.EnqueuedBy, &head.CreatedAt, &head.Input, &head.State,
+				&head.Result, &finished); err != nil {
 				return err
 			}
+			head.LastSeq, head.FinishedAt = lastSeq, finished.Time
 		}
 		return rows.Err()
 	})
@@ -444,14 +447,7 @@ func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, l
 	if lastSeq < 0 {
 		return nil, notFound(runID)
 	}
-	if afterSeq < 1 && lastSeq >= 1 && (len(out) == 0 || out[0].Seq != 1) {
-		// RunStarted was not written: the run's row implies it (implied.go).
-		out = slices.Insert(out, 0, impliedStarted(&head))
-		if limit > 0 && len(out) > limit {
-			out = out[:limit]
-		}
-	}
-	return out, nil
+	return withImplied(out, &head, afterSeq, limit), nil
 }
 
 // knownKinds maps each event kind's name to the kind, so a scanned kind costs no string.
