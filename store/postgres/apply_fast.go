@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,7 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	fences, counts, afters := make([]int64, n), make([]int64, n), make([]int64, n)
 	results, nows := make([][]byte, n), make([]time.Time, n)
 	var ev eventRows
+	var implied []bool // per mutation: its RunCompleted lives in the row (implied.go), not sent
 	for i, m := range ms {
 		ids[i], fences[i], counts[i], states[i], nows[i] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
 		afters[i] = m.AfterSeq
@@ -54,7 +56,15 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 			}
 		}
 		ord := &store.Run{ID: m.RunID} // add numbers the run's events 1, 2, … : their ordinals
-		for _, e := range m.Events {
+		events := m.Events
+		if completedImplied(&ms[i]) {
+			if implied == nil {
+				implied = make([]bool, n)
+			}
+			implied[i] = true
+			events = events[:len(events)-1] // counts[i] still counts it: last_seq moves past it
+		}
+		for _, e := range events {
 			ev.add(ord, e)
 		}
 	}
@@ -77,9 +87,13 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	out := make([]store.MutationResult, n)
 	k := 0
 	for i, m := range ms {
+		sent := len(m.Events)
+		if implied != nil && implied[i] {
+			sent--
+		}
 		run, ok := applied[m.RunID]
 		if !ok {
-			k += len(m.Events)
+			k += sent
 			out[i] = s.refusal(ctx, m)
 			continue
 		}
@@ -87,8 +101,12 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 		appended := make([]history.Event, len(m.Events))
 		for j, e := range m.Events {
 			e.Seq = base + int64(j+1)
-			e.Data, e.At = ev.data[k], ev.ats[k]
-			k++
+			if j < sent {
+				e.Data, e.At = ev.data[k], ev.ats[k]
+				k++
+			} else { // the implied RunCompleted, as HistoryRead will rebuild it
+				e.Data, e.At = slices.Clone(e.Data), pgTime(e.At)
+			}
 			appended[j] = e
 		}
 		out[i] = store.MutationResult{Appended: appended, Run: *run}

@@ -112,7 +112,9 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 		r.UpdatedAt = r.CreatedAt
 		r.Input = append([]byte(nil), r.Input...)
 		out[i] = store.CreateRunResult{Run: r}
-		evs = append(evs, i)
+		if !startedImplied(&ps[i]) {
+			evs = append(evs, i)
+		}
 		if p.Timer != nil {
 			timers.add(r.ID, *p.Timer)
 		}

@@ -156,8 +156,10 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 	var ready []string
 	for _, i := range written {
 		p := ps[i]
-		first := store.Run{ID: p.Run.ID} // LastSeq 0: RunStarted is seq 1
-		evs.add(&first, p.Started)
+		if !startedImplied(&p) {
+			first := store.Run{ID: p.Run.ID} // LastSeq 0: RunStarted is seq 1
+			evs.add(&first, p.Started)
+		}
 		if p.Timer != nil {
 			timers.add(p.Run.ID, *p.Timer)
 		}
@@ -399,9 +401,21 @@ func (s *Store) RunExpireLeases(ctx context.Context, now time.Time, limit int) (
 // an unknown run is told from a run with nothing after afterSeq.
 func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, limit int) ([]history.Event, error) {
 	lastSeq := int64(-1)
+	var head store.Run
 	var out []history.Event
 	b := &pgx.Batch{}
-	b.Queue(s.q(stmtRunLastSeq), runID).QueryRow(func(row pgx.Row) error { return row.Scan(&lastSeq) })
+	b.Queue(s.q(stmtHistoryHead), runID, afterSeq).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var finished pgtype.Timestamptz
+			if err := rows.Scan(&lastSeq, &head.Job, &head.Queue, &head.Key, &head.Tenant,
+				&head.NoTenant, &head.EnqueuedBy, &head.CreatedAt, &head.Input, &head.State,
+				&head.Result, &finished); err != nil {
+				return err
+			}
+			head.LastSeq, head.FinishedAt = lastSeq, finished.Time
+		}
+		return rows.Err()
+	})
 	b.Queue(s.q(stmtHistoryRead), runID, afterSeq, limitArg(limit)).Query(func(rows pgx.Rows) error {
 		// The run's last seq, read a moment before, sizes the result: a replay reads whole
 		// histories, and growing the slice by doubling copied it about log2(n) times. It is only
@@ -433,7 +447,7 @@ func (s *Store) HistoryRead(ctx context.Context, runID string, afterSeq int64, l
 	if lastSeq < 0 {
 		return nil, notFound(runID)
 	}
-	return out, nil
+	return withImplied(out, &head, afterSeq, limit), nil
 }
 
 // knownKinds maps each event kind's name to the kind, so a scanned kind costs no string.

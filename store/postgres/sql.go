@@ -45,7 +45,7 @@ const (
 	stmtTimersClear
 	stmtWaitsClear
 	stmtRunsExpire
-	stmtRunLastSeq
+	stmtHistoryHead
 	stmtHistoryRead
 	stmtTimersDueRuns
 	stmtTimersDueOf
@@ -312,9 +312,15 @@ woken AS (
 )
 SELECT w.id, w.queue FROM woken w, LATERAL (SELECT pg_notify($3, w.queue)) n`,
 
-	// The run's last seq, or -1 if there is no such run: HistoryRead tells an unknown run from
-	// one with nothing after afterSeq, and sizes its result.
-	stmtRunLastSeq: `SELECT COALESCE((SELECT last_seq FROM {S}.runs WHERE id = $1), -1)`,
+	// The run's last seq, read with its history: HistoryRead tells an unknown run (no row) from
+	// one with nothing after afterSeq ($2), and sizes its result. It also reads the fields the
+	// run's first and last events are rebuilt from when history holds no row for them
+	// (implied.go): the input from seq 1 on, the result of a completed run not yet read to its end.
+	stmtHistoryHead: `
+SELECT last_seq, job, queue, key, tenant, no_tenant, enqueued_by, created_at,
+	CASE WHEN $2::bigint < 1 THEN input END, state,
+	CASE WHEN state = 'completed' AND last_seq > $2::bigint THEN result END, finished_at
+FROM {S}.runs WHERE id = $1`,
 
 	stmtHistoryRead: `
 SELECT seq, kind, name, at, data FROM {S}.history

@@ -16,12 +16,14 @@ ORDER BY r.finished_at, r.id LIMIT $6`
 	// sqlRetentionDelete is one statement, so one short transaction: it locks the batch's runs
 	// that are still eligible, skipping any another transaction holds (an operator's retry, a
 	// late cancel: checked again next sweep), and deletes them with all that is theirs. The
-	// re-check under the lock is what keeps a run retried since it was listed.
+	// re-check under the lock is what keeps a run retried since it was listed. The events
+	// deleted are counted by the runs' last seqs (a history is contiguous from 1), not by the
+	// history rows: a run's RunStarted may live in its row (implied.go).
 	sqlRetentionDelete = `WITH doomed AS (
 	SELECT r.id FROM {S}.runs r WHERE r.id = ANY($6::text[]) AND ` + sqlRetentionEligible + `
 	FOR UPDATE SKIP LOCKED
 ), h AS (
-	DELETE FROM {S}.history WHERE run_id IN (SELECT id FROM doomed) RETURNING 1
+	DELETE FROM {S}.history WHERE run_id IN (SELECT id FROM doomed)
 ), t AS (
 	DELETE FROM {S}.timers WHERE run_id IN (SELECT id FROM doomed)
 ), w AS (
@@ -31,7 +33,8 @@ ORDER BY r.finished_at, r.id LIMIT $6`
 ), dd AS (
 	DELETE FROM {S}.dedupe WHERE run_id IN (SELECT id FROM doomed)
 ), gone AS (
-	DELETE FROM {S}.runs WHERE id IN (SELECT id FROM doomed) RETURNING id
+	DELETE FROM {S}.runs WHERE id IN (SELECT id FROM doomed) RETURNING id, last_seq
 )
-SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM gone), '{}'::text[]), (SELECT count(*) FROM h)`
+SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM gone), '{}'::text[]),
+	(SELECT coalesce(sum(last_seq), 0)::bigint FROM gone)`
 )
