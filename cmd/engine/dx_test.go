@@ -79,6 +79,8 @@ func TestSchemaWithoutURLIsRefused(t *testing.T) {
 	} {
 		expect(t, runCmd(context.Background(), args...), 2, "X_BAD_REQUEST: --database-schema")
 	}
+	expect(t, runCmd(context.Background(), "serve", "--database-url", "", "--database-write-implied-events",
+		"--data-dir", dir, "--addr", "127.0.0.1:0"), 2, "X_BAD_REQUEST: --database-write-implied-events")
 }
 
 // A bad database URL prints one clean error, without fx's constructor chain or stack.

@@ -27,6 +27,8 @@ type dbOptions struct {
 	url     string
 	schema  string
 	dataDir string
+	// writeImplied: postgres.Config.WriteImpliedEvents, for a rolling upgrade.
+	writeImplied bool
 }
 
 func (o *dbOptions) flags(cmd *cobra.Command) {
@@ -37,6 +39,8 @@ func (o *dbOptions) flags(cmd *cobra.Command) {
 		"Postgres schema holding the engine's tables [$JOBS_DB_SCHEMA]")
 	f.StringVar(&o.dataDir, "data-dir", cli.Env("JOBS_DATA_DIR", "data"),
 		"directory of the SQLite database, jobs.db [$JOBS_DATA_DIR]")
+	f.BoolVar(&o.writeImplied, "database-write-implied-events", cli.Env("JOBS_DB_WRITE_IMPLIED_EVENTS", "") == "1",
+		"Postgres: write every run's first and last events as history rows too, while engines of an older version (which cannot rebuild them from the run's row) share the database in a rolling upgrade [$JOBS_DB_WRITE_IMPLIED_EVENTS=1]")
 }
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
@@ -58,6 +62,9 @@ func (o *dbOptions) postgres() (bool, error) {
 func (o *dbOptions) check(cmd *cobra.Command) error {
 	if o.url == "" && cmd.Flags().Changed("database-schema") {
 		return cli.Usage("--database-schema %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", o.schema)
+	}
+	if o.url == "" && o.writeImplied {
+		return cli.Usage("--database-write-implied-events needs --database-url (or $DATABASE_URL): SQLite writes every event already")
 	}
 	return nil
 }
@@ -85,7 +92,8 @@ func (o *dbOptions) open(ctx context.Context, log *slog.Logger) (store.Store, er
 		return nil, err
 	}
 	if pg {
-		return postgres.Open(ctx, postgres.Config{URL: o.url, Schema: o.schema, Logger: log})
+		return postgres.Open(ctx, postgres.Config{URL: o.url, Schema: o.schema, Logger: log,
+			WriteImpliedEvents: o.writeImplied})
 	}
 	return sqlite.Open(ctx, sqlite.Config{Path: o.sqlitePath()})
 }

@@ -57,7 +57,7 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 		}
 		ord := &store.Run{ID: m.RunID} // add numbers the run's events 1, 2, … : their ordinals
 		events := m.Events
-		if completedImplied(&ms[i]) {
+		if s.completedImplied(&ms[i]) {
 			if implied == nil {
 				implied = make([]bool, n)
 			}

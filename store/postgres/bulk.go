@@ -112,7 +112,7 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 		r.UpdatedAt = r.CreatedAt
 		r.Input = append([]byte(nil), r.Input...)
 		out[i] = store.CreateRunResult{Run: r}
-		if !startedImplied(&ps[i]) {
+		if !s.startedImplied(&ps[i]) {
 			evs = append(evs, i)
 		}
 		if p.Timer != nil {

@@ -32,9 +32,9 @@ func impliedStarted(r *store.Run) history.Event {
 
 // startedImplied reports whether p.Started is the event p.Run's row implies once stored, so
 // that it need not be written. Times are compared at the microsecond Postgres keeps.
-func startedImplied(p *store.CreateRunParams) bool {
+func (s *Store) startedImplied(p *store.CreateRunParams) bool {
 	e, r := &p.Started, &p.Run
-	if e.Kind != history.KindRunStarted || e.Name != "" || len(r.Input) == 0 ||
+	if s.writeImplied || e.Kind != history.KindRunStarted || e.Name != "" || len(r.Input) == 0 ||
 		e.At.UnixMicro() != r.CreatedAt.UnixMicro() {
 		return false
 	}
@@ -50,8 +50,8 @@ func impliedCompleted(r *store.Run) history.Event {
 
 // completedImplied reports whether m completes its run with a last event that the completed
 // row (result m.Result, finished at m.Now) implies, so that the event need not be written.
-func completedImplied(m *store.Mutation) bool {
-	if m.State != store.StateCompleted || len(m.Result) == 0 || len(m.Events) == 0 {
+func (s *Store) completedImplied(m *store.Mutation) bool {
+	if s.writeImplied || m.State != store.StateCompleted || len(m.Result) == 0 || len(m.Events) == 0 {
 		return false
 	}
 	e := &m.Events[len(m.Events)-1]

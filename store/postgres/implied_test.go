@@ -227,3 +227,42 @@ func TestRunCompletedLivesInTheRow(t *testing.T) {
 		}
 	}
 }
+
+// With WriteImpliedEvents (a rolling upgrade from a version that cannot rebuild them) both
+// events are written as rows, and the history reads the same.
+func TestWriteImpliedEventsWritesThem(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{WriteImpliedEvents: true})
+	ctx := context.Background()
+	p := impliedParams(1, t0)
+	if _, err := s.RunCreate(ctx, []store.CreateRunParams{p}); err != nil {
+		t.Fatal(err)
+	}
+	bulk := []store.CreateRunParams{impliedParams(2, t0)}
+	if _, err := s.RunCreateBulk(ctx, bulk); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"q"}, Limit: 10,
+		Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claimed %d: %v", len(claimed), err)
+	}
+	var ms []store.Mutation
+	for _, r := range claimed {
+		m := store.Mutation{RunID: r.ID, Fence: r.Fence, Now: t0,
+			Events: []history.Event{history.New(t0, history.RunCompleted{Result: []byte{0x2a}})}}
+		m.State, m.Result = store.StateCompleted, []byte{0x2a}
+		ms = append(ms, m)
+	}
+	applyAll(t, s, ms)
+	for _, id := range []string{runID(1), runID(2)} {
+		var rows int
+		if err := s.pool.QueryRow(ctx, s.render(`SELECT count(*) FROM {S}.history WHERE run_id = $1`), id).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.HistoryRead(ctx, id, 0, 0)
+		if rows != 2 || err != nil || len(evs) != 2 || evs[0].Kind != history.KindRunStarted || evs[1].Kind != history.KindRunCompleted {
+			t.Errorf("%s: %d rows stored, read %+v, %v", id, rows, evs, err)
+		}
+	}
+}

@@ -79,6 +79,13 @@ type Config struct {
 	// Logger receives what the store does on its own: the notification listener losing its
 	// connection and reconnecting. Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// WriteImpliedEvents writes every event as a history row, as versions before the run's row
+	// held its first and last events did (implied.go). A process of such a version reads a
+	// history without rebuilding those events, so set it on the new processes of a rolling
+	// upgrade while an older one may still run, and drop it once none does. Reading is the
+	// same either way.
+	WriteImpliedEvents bool
 }
 
 const (
@@ -123,6 +130,8 @@ type Store struct {
 	chTimer   string          // NOTIFY channel: a timer was armed
 	listenCfg *pgx.ConnConfig // Subscribe's connections
 	log       *slog.Logger
+	// writeImplied: Config.WriteImpliedEvents.
+	writeImplied bool
 
 	// closing ends the listeners of Subscribe when the store closes; wg waits for them. mu
 	// orders a Subscribe against Close, so no listener starts after Close has waited.
@@ -170,15 +179,16 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	return &Store{
-		pool:      pool,
-		sql:       newStatements(cfg.Schema),
-		schema:    cfg.Schema,
-		chReady:   cfg.Schema + "_ready",
-		chTimer:   cfg.Schema + "_timer",
-		listenCfg: pcfg.ConnConfig.Copy(),
-		log:       cfg.Logger,
-		closing:   closing,
-		close:     cancel,
+		pool:         pool,
+		sql:          newStatements(cfg.Schema),
+		schema:       cfg.Schema,
+		chReady:      cfg.Schema + "_ready",
+		chTimer:      cfg.Schema + "_timer",
+		listenCfg:    pcfg.ConnConfig.Copy(),
+		log:          cfg.Logger,
+		closing:      closing,
+		writeImplied: cfg.WriteImpliedEvents,
+		close:        cancel,
 	}, nil
 }
 

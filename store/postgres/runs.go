@@ -156,7 +156,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 	var ready []string
 	for _, i := range written {
 		p := ps[i]
-		if !startedImplied(&p) {
+		if !s.startedImplied(&p) {
 			first := store.Run{ID: p.Run.ID} // LastSeq 0: RunStarted is seq 1
 			evs.add(&first, p.Started)
 		}
