@@ -75,6 +75,11 @@ type Config struct {
 	// that a fresh goroutine grew its stack on every claim. A body that unwinds (a suspension
 	// not parked, a verdict) ends its goroutine whichever started it.
 	Go func(func())
+	// Fresh starts a run whose history is its RunStarted alone, with FreshInput as its input,
+	// and Start's events empty. A fresh claim carries every field of that event, and the worker
+	// built it only for Start to decode it again, on every claim of a new run.
+	Fresh      bool
+	FreshInput []byte
 }
 
 // Execution is one run's body running against its history. Its durable calls must be made from
@@ -148,6 +153,12 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 		exited: make(chan struct{}),
 		parked: -1,
 	}
+	if cfg.Fresh {
+		if len(events) > 0 {
+			return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: a fresh start given %d events", cfg.Info.RunID, len(events))
+		}
+		e.cs.started, e.cs.input, e.cs.lastSeq = true, cfg.FreshInput, 1
+	}
 	if err := e.cs.apply(events); err != nil {
 		return nil, nil, err
 	}
@@ -156,7 +167,7 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 		// set once for a long history rather than rehashing it as it grows.
 		e.names = make(map[string]bool, n)
 	}
-	if e.cs.started == nil {
+	if !e.cs.started {
 		return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: history has no RunStarted event", cfg.Info.RunID)
 	}
 	e.lastSeq.Store(e.cs.lastSeq)

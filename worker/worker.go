@@ -552,21 +552,19 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		}
 	}
 	var events []history.Event
-	if t.LastSeq == 1 {
-		// A fresh run's history is its RunStarted alone, and the task carries every field of it:
-		// build it here rather than read it back (a query per run saved).
-		events = []history.Event{history.New(w.clock.Now(), history.RunStarted{Job: t.Job, Queue: t.Queue,
-			Input: t.Input, Key: t.Key, Tenant: t.Tenant, NoTenant: t.NoTenant, EnqueuedBy: t.EnqueuedBy})}
-		events[0].Seq = 1
-	} else {
+	fresh := t.LastSeq == 1
+	if !fresh {
 		var err error
 		if events, err = rec.history(ctx, 0); err != nil {
 			return nil, nil, err
 		}
 		w.metrics.replayed.Inc()
 	}
+	// A fresh run's history is its RunStarted alone, and the task carries every field of it:
+	// the replay starts from the task's input rather than from the event read back (a query per
+	// run saved), or built here and decoded again (an encode and a decode per run saved).
 	return replay.Start(withSpan(w.runContext(t), span), replay.Config{Def: def, Info: info, Clock: w.clock,
-		Recorder: rec, Park: w.cache != nil, Go: w.goBody}, events)
+		Recorder: rec, Park: w.cache != nil, Go: w.goBody, Fresh: fresh, FreshInput: t.Input}, events)
 }
 
 // goBody runs a body on a goroutine kept from an earlier body that returned, or on a new one:
@@ -661,12 +659,15 @@ func (w *Worker) logRun(log *runLog, outcome string, began time.Time) {
 		return
 	}
 	took := w.clock.Now().Sub(began).Round(time.Millisecond)
+	// Typed attributes (LogAttrs), not key-value pairs: the same line, without boxing each
+	// value and building a slice of them per run.
 	if log.l != nil {
-		log.l.Info("jobs.run", "outcome", outcome, "took", took)
+		log.l.LogAttrs(context.Background(), slog.LevelInfo, "jobs.run", slog.String("outcome", outcome), slog.Duration("took", took))
 		return
 	}
 	// The same line as through runLog.get, without deriving a logger for it.
-	w.log.Info("jobs.run", "run", log.run, "job", log.job, "attempt", log.attempt, "outcome", outcome, "took", took)
+	w.log.LogAttrs(context.Background(), slog.LevelInfo, "jobs.run", slog.String("run", log.run), slog.String("job", log.job),
+		slog.Int("attempt", log.attempt), slog.String("outcome", outcome), slog.Duration("took", took))
 }
 
 // runLog is a claim's logger, derived from the worker's on first use: most claims log only
