@@ -81,13 +81,16 @@ type Config struct {
 
 // Worker executes runs.
 type Worker struct {
-	cfg     Config
-	fe      frontend.Frontend
-	log     *slog.Logger
-	clock   clock.Clock
-	cache   *lru.Cache[string, *parked]
-	metrics metrics
-	tracer  trace.Tracer
+	cfg   Config
+	fe    frontend.Frontend
+	log   *slog.Logger
+	clock clock.Clock
+	// clockCtx is the run context's base with the clock when BaseContext is the default (the
+	// same for every run, so made once); nil when the app gives its own.
+	clockCtx context.Context
+	cache    *lru.Cache[string, *parked]
+	metrics  metrics
+	tracer   trace.Tracer
 
 	mu      sync.Mutex
 	leases  map[heldKey]*held
@@ -174,7 +177,8 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.StickyRuns == 0 {
 		cfg.StickyRuns = 10_000
 	}
-	if cfg.BaseContext == nil {
+	defaultBase := cfg.BaseContext == nil
+	if defaultBase {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
@@ -183,6 +187,9 @@ func New(cfg Config) (*Worker, error) {
 		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	w.tracer = w.newTracer()
+	if defaultBase {
+		w.clockCtx = clock.NewContext(context.Background(), w.clock)
+	}
 	for _, d := range cfg.Registry.All() {
 		if n := d.Config().Concurrency; n > 0 {
 			if w.limits == nil {
