@@ -146,7 +146,6 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	}
 	e := &Execution{
 		cfg:    cfg,
-		names:  map[string]bool{},
 		rec:    cfg.Recorder,
 		out:    make(chan Outcome, 1),
 		resume: make(chan resumeMsg),
@@ -304,6 +303,15 @@ func (e *Execution) Evict() {
 	<-e.exited
 }
 
+// useName adds a durable call's name to the run's set, made on the first: a body without
+// durable calls (a no-op job) never needs one.
+func (e *Execution) useName(name string) {
+	if e.names == nil {
+		e.names = make(map[string]bool, 8)
+	}
+	e.names[name] = true
+}
+
 // begin matches a durable call against the history. It returns the index of the recorded call,
 // or -1 for a live one.
 func (e *Execution) begin(k callKind, name, event string) int {
@@ -312,7 +320,7 @@ func (e *Execution) begin(k callKind, name, event string) int {
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
 			e.cfg.Info.RunID, name)})
 	}
-	e.names[name] = true
+	e.useName(name)
 	if e.recordedFuture(name) {
 		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
 			"run %s: the history records %q as a parallel step (jobs.Go), the code now calls it as a %s",
