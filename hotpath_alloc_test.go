@@ -30,7 +30,8 @@ import (
 // a formatted lease key, an HMAC and a derived logger per claim, a command slice and a decode of
 // its own answer per step). The budget was 270 until a fresh claim stopped building and decoding
 // its RunStarted, the run's log line stopped boxing its values, and the claim's span options,
-// clock context and ledger map stopped being made per claim: 245 → 214–217 (with the lease signer's pooled scratch).
+// clock context, ledger map and lease-token scratch stopped being made per claim: 245 →
+// 214–217.
 func TestTenStepAllocationsPerRun(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items, so allocation counts are not the product's")
