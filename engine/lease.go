@@ -53,31 +53,51 @@ func (e *Engine) signLease(key []byte, runID string, fence int64, workerID strin
 	return token
 }
 
-// sign is the token of (run, fence, worker) under key, computed with a pooled HMAC. The pool's
+// sign is the token of (run, fence, worker) under key, computed with a pooled signer. The pool's
 // HMACs are keyed with the engine's one lease key, which never changes in its life.
 func (e *Engine) sign(key []byte, runID string, fence int64, workerID string) string {
-	m, _ := e.hmacs.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, key)
+	s, _ := e.hmacs.Get().(*signer)
+	if s == nil {
+		s = &signer{m: hmac.New(sha256.New, key)}
 	}
-	m.Reset()
-	token := signWith(m, runID, fence, workerID)
-	e.hmacs.Put(m)
+	token := s.token(runID, fence, workerID)
+	e.hmacs.Put(s)
 	return token
 }
 
-// signWith writes the claim into a keyed (and reset) HMAC and returns the token.
-func signWith(m hash.Hash, runID string, fence int64, workerID string) string {
+// signer is a keyed HMAC with the scratch space of a token, pooled together: the input, the
+// sum and the encoding were three allocations of every claim (the input and the sum escape
+// through the hash's interface), beside the token's own string.
+type signer struct {
+	m   hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+// tokenLen is the unpadded base64url length of a SHA-256 sum.
+const tokenLen = (sha256.Size*8 + 5) / 6
+
+func (s *signer) token(runID string, fence int64, workerID string) string {
+	s.m.Reset()
 	// Length-prefixed fields: no two (run, fence, worker) triples share an input.
-	buf := make([]byte, 0, 64+len(runID)+len(workerID))
-	for _, f := range []string{runID, strconv.FormatInt(fence, 10), workerID} {
-		buf = strconv.AppendInt(buf, int64(len(f)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, f...)
+	var num [20]byte
+	f := strconv.AppendInt(num[:0], fence, 10)
+	b := appendField(s.buf[:0], runID)
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	b = append(append(b, ':'), f...)
+	b = appendField(b, workerID)
+	s.m.Write(b)
+	if cap(b) <= 1024 {
+		s.buf = b
 	}
-	m.Write(buf)
-	var sum [sha256.Size]byte
-	return base64.RawURLEncoding.EncodeToString(m.Sum(sum[:0]))
+	var out [tokenLen]byte
+	base64.RawURLEncoding.Encode(out[:], s.m.Sum(s.sum[:0]))
+	return string(out[:])
+}
+
+func appendField(b []byte, f string) []byte {
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	return append(append(b, ':'), f...)
 }
 
 // verifiedClaim is a claim whose token was checked, remembered so the claim's next records cost

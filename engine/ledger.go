@@ -36,7 +36,16 @@ type ledger struct {
 // two apart.
 func versionKey(id string) string { return "\x00version:" + id }
 
-func newLedger() *ledger { return &ledger{names: map[string]int64{}, attempt: 1} }
+// names is made on the first name recorded: a no-op job's ledger never records one, and a map
+// per claimed run was an allocation of every job's claim.
+func newLedger() *ledger { return &ledger{attempt: 1} }
+
+func (l *ledger) setName(name string, seq int64) {
+	if l.names == nil {
+		l.names = make(map[string]int64, 8)
+	}
+	l.names[name] = seq
+}
 
 // fold applies events in seq order; events at or before l.seq are skipped (a re-read and a
 // commit's answer can overlap). Called with l.mu held.
@@ -54,9 +63,9 @@ func (l *ledger) fold(events []history.Event) error {
 			}
 			l.job, l.started = p.(history.RunStarted).Job, ev.At
 		case history.KindStepCompleted, history.KindTimerStarted, history.KindEventWaitStarted:
-			l.names[ev.Name] = ev.Seq
+			l.setName(ev.Name, ev.Seq)
 		case history.KindVersionMarked:
-			l.names[versionKey(ev.Name)] = ev.Seq
+			l.setName(versionKey(ev.Name), ev.Seq)
 		case history.KindAttemptFailed:
 			p, err := ev.Decode()
 			if err != nil {

@@ -38,6 +38,9 @@ func (e Event) StepCompleted() (StepCompleted, error) {
 	if e.Kind != KindStepCompleted {
 		return v, fmt.Errorf("history: event %d is %s, not %s", e.Seq, e.Kind, KindStepCompleted)
 	}
+	if v, ok := decodeStepCompleted(e.Data); ok {
+		return v, nil
+	}
 	if err := unmarshal(e.Data, &v); err != nil {
 		return v, fmt.Errorf("history: decode event %d (%s): %w", e.Seq, e.Kind, err)
 	}

@@ -215,7 +215,18 @@ func (p ChildEnqueued) name() string     { return p.CallName }
 
 // New encodes p as an event at time at. Seq is left 0: the store assigns it on append.
 func New(at time.Time, p Payload) Event {
-	data, err := marshal(p)
+	var data []byte
+	var err error
+	switch v := p.(type) {
+	case StepCompleted:
+		data = encodeStepCompleted(v)
+	case RunCompleted:
+		data = encodeRunCompleted(v)
+	case RunStarted:
+		data = encodeRunStarted(v)
+	default:
+		data, err = marshal(p)
+	}
 	if err != nil {
 		// Payload types are plain structs of encodable fields; failing here is a bug in this
 		// package, not bad input.
@@ -230,8 +241,14 @@ func (e Event) Decode() (Payload, error) {
 	var err error
 	switch e.Kind {
 	case KindRunStarted:
+		if v, ok := decodeRunStarted(e.Data); ok {
+			return v, nil
+		}
 		p, err = decodeAs[RunStarted](e.Data)
 	case KindStepCompleted:
+		if v, ok := decodeStepCompleted(e.Data); ok {
+			return v, nil
+		}
 		p, err = decodeAs[StepCompleted](e.Data)
 	case KindTimerStarted:
 		p, err = decodeAs[TimerStarted](e.Data)
@@ -250,6 +267,9 @@ func (e Event) Decode() (Payload, error) {
 	case KindRunRetried:
 		p, err = decodeAs[RunRetried](e.Data)
 	case KindRunCompleted:
+		if v, ok := decodeRunCompleted(e.Data); ok {
+			return v, nil
+		}
 		p, err = decodeAs[RunCompleted](e.Data)
 	case KindRunFailed:
 		p, err = decodeAs[RunFailed](e.Data)

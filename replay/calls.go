@@ -67,7 +67,7 @@ type calls struct {
 	futures map[string]call
 	lastSeq int64
 	input   []byte
-	started *history.RunStarted
+	started bool // the history's RunStarted was folded (or given: Config.Fresh)
 	// completed is set when the history records the run's completion.
 	completed bool
 }
@@ -101,7 +101,7 @@ func (cs *calls) apply(events []history.Event) error {
 		}
 		switch v := p.(type) {
 		case history.RunStarted:
-			cs.started = &v
+			cs.started = true
 			cs.input = v.Input
 		case history.StepCompleted:
 			cs.step(e.Seq, v)

@@ -75,6 +75,11 @@ type Config struct {
 	// that a fresh goroutine grew its stack on every claim. A body that unwinds (a suspension
 	// not parked, a verdict) ends its goroutine whichever started it.
 	Go func(func())
+	// Fresh starts a run whose history is its RunStarted alone, with FreshInput as its input,
+	// and Start's events empty. A fresh claim carries every field of that event, and the worker
+	// built it only for Start to decode it again, on every claim of a new run.
+	Fresh      bool
+	FreshInput []byte
 }
 
 // Execution is one run's body running against its history. Its durable calls must be made from
@@ -141,12 +146,17 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 	}
 	e := &Execution{
 		cfg:    cfg,
-		names:  map[string]bool{},
 		rec:    cfg.Recorder,
 		out:    make(chan Outcome, 1),
 		resume: make(chan resumeMsg),
 		exited: make(chan struct{}),
 		parked: -1,
+	}
+	if cfg.Fresh {
+		if len(events) > 0 {
+			return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: a fresh start given %d events", cfg.Info.RunID, len(events))
+		}
+		e.cs.started, e.cs.input, e.cs.lastSeq = true, cfg.FreshInput, 1
 	}
 	if err := e.cs.apply(events); err != nil {
 		return nil, nil, err
@@ -156,7 +166,7 @@ func Start(parent context.Context, cfg Config, events []history.Event) (*Executi
 		// set once for a long history rather than rehashing it as it grows.
 		e.names = make(map[string]bool, n)
 	}
-	if e.cs.started == nil {
+	if !e.cs.started {
 		return nil, nil, jobs.Errorf(jobs.CodeInvariant, "run %s: history has no RunStarted event", cfg.Info.RunID)
 	}
 	e.lastSeq.Store(e.cs.lastSeq)
@@ -293,6 +303,15 @@ func (e *Execution) Evict() {
 	<-e.exited
 }
 
+// useName adds a durable call's name to the run's set, made on the first: a body without
+// durable calls (a no-op job) never needs one.
+func (e *Execution) useName(name string) {
+	if e.names == nil {
+		e.names = make(map[string]bool, 8)
+	}
+	e.names[name] = true
+}
+
 // begin matches a durable call against the history. It returns the index of the recorded call,
 // or -1 for a live one.
 func (e *Execution) begin(k callKind, name, event string) int {
@@ -301,7 +320,7 @@ func (e *Execution) begin(k callKind, name, event string) int {
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
 			e.cfg.Info.RunID, name)})
 	}
-	e.names[name] = true
+	e.useName(name)
 	if e.recordedFuture(name) {
 		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
 			"run %s: the history records %q as a parallel step (jobs.Go), the code now calls it as a %s",

@@ -40,7 +40,7 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
 			e.cfg.Info.RunID, name)})
 	}
-	e.names[name] = true
+	e.useName(name)
 	if e.claimed == nil {
 		e.claimed = map[string]bool{}
 	}

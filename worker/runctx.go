@@ -11,7 +11,10 @@ import (
 // worker's clock (so code that waits, a backfill's throttle, waits on the clock a test drives)
 // and the run's ledger, bound to whatever claim this worker holds on the run when it is used.
 func (w *Worker) runContext(t frontend.Task) context.Context {
-	ctx := clock.NewContext(w.cfg.BaseContext(), w.clock)
+	ctx := w.clockCtx
+	if ctx == nil {
+		ctx = clock.NewContext(w.cfg.BaseContext(), w.clock)
+	}
 	if fe, ok := w.fe.(frontend.Backfills); ok {
 		ctx = frontend.WithLedger(ctx, &frontend.ClaimedLedger{FE: fe, Claim: func() frontend.Claim { return w.claimOf(t.RunID, t.Fence) }})
 	}

@@ -42,11 +42,15 @@ func (w *Worker) newTracer() trace.Tracer {
 	return tp.Tracer(tracerName)
 }
 
+// attemptSpanOptions is made once: a variadic option list built in the call escaped into the
+// tracer and was allocated on every claim, a span recorded or not.
+var attemptSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+
 // startAttempt opens the claim's span as a child of the trace context the run was enqueued
 // under.
 func (w *Worker) startAttempt(t frontend.Task) trace.Span {
 	parent := jobs.ContextWithTrace(context.Background(), t.TraceParent, t.TraceState)
-	_, span := w.tracer.Start(parent, AttemptSpanPrefix+t.Job, trace.WithSpanKind(trace.SpanKindConsumer))
+	_, span := w.tracer.Start(parent, AttemptSpanPrefix+t.Job, attemptSpanOptions...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrRunID.String(t.RunID), AttrJob.String(t.Job), AttrQueue.String(t.Queue),
 			AttrAttempt.Int(t.Attempt), AttrFence.Int64(t.Fence), AttrWorker.String(w.cfg.ID))

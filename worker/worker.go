@@ -81,13 +81,16 @@ type Config struct {
 
 // Worker executes runs.
 type Worker struct {
-	cfg     Config
-	fe      frontend.Frontend
-	log     *slog.Logger
-	clock   clock.Clock
-	cache   *lru.Cache[string, *parked]
-	metrics metrics
-	tracer  trace.Tracer
+	cfg   Config
+	fe    frontend.Frontend
+	log   *slog.Logger
+	clock clock.Clock
+	// clockCtx is the run context's base with the clock when BaseContext is the default (the
+	// same for every run, so made once); nil when the app gives its own.
+	clockCtx context.Context
+	cache    *lru.Cache[string, *parked]
+	metrics  metrics
+	tracer   trace.Tracer
 
 	mu      sync.Mutex
 	leases  map[heldKey]*held
@@ -174,7 +177,8 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.StickyRuns == 0 {
 		cfg.StickyRuns = 10_000
 	}
-	if cfg.BaseContext == nil {
+	defaultBase := cfg.BaseContext == nil
+	if defaultBase {
 		cfg.BaseContext = context.Background
 	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
@@ -183,6 +187,9 @@ func New(cfg Config) (*Worker, error) {
 		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
 	w.tracer = w.newTracer()
+	if defaultBase {
+		w.clockCtx = clock.NewContext(context.Background(), w.clock)
+	}
 	for _, d := range cfg.Registry.All() {
 		if n := d.Config().Concurrency; n > 0 {
 			if w.limits == nil {
@@ -552,21 +559,19 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 		}
 	}
 	var events []history.Event
-	if t.LastSeq == 1 {
-		// A fresh run's history is its RunStarted alone, and the task carries every field of it:
-		// build it here rather than read it back (a query per run saved).
-		events = []history.Event{history.New(w.clock.Now(), history.RunStarted{Job: t.Job, Queue: t.Queue,
-			Input: t.Input, Key: t.Key, Tenant: t.Tenant, NoTenant: t.NoTenant, EnqueuedBy: t.EnqueuedBy})}
-		events[0].Seq = 1
-	} else {
+	fresh := t.LastSeq == 1
+	if !fresh {
 		var err error
 		if events, err = rec.history(ctx, 0); err != nil {
 			return nil, nil, err
 		}
 		w.metrics.replayed.Inc()
 	}
+	// A fresh run's history is its RunStarted alone, and the task carries every field of it:
+	// the replay starts from the task's input rather than from the event read back (a query per
+	// run saved), or built here and decoded again (an encode and a decode per run saved).
 	return replay.Start(withSpan(w.runContext(t), span), replay.Config{Def: def, Info: info, Clock: w.clock,
-		Recorder: rec, Park: w.cache != nil, Go: w.goBody}, events)
+		Recorder: rec, Park: w.cache != nil, Go: w.goBody, Fresh: fresh, FreshInput: t.Input}, events)
 }
 
 // goBody runs a body on a goroutine kept from an earlier body that returned, or on a new one:
@@ -661,12 +666,15 @@ func (w *Worker) logRun(log *runLog, outcome string, began time.Time) {
 		return
 	}
 	took := w.clock.Now().Sub(began).Round(time.Millisecond)
+	// Typed attributes (LogAttrs), not key-value pairs: the same line, without boxing each
+	// value and building a slice of them per run.
 	if log.l != nil {
-		log.l.Info("jobs.run", "outcome", outcome, "took", took)
+		log.l.LogAttrs(context.Background(), slog.LevelInfo, "jobs.run", slog.String("outcome", outcome), slog.Duration("took", took))
 		return
 	}
 	// The same line as through runLog.get, without deriving a logger for it.
-	w.log.Info("jobs.run", "run", log.run, "job", log.job, "attempt", log.attempt, "outcome", outcome, "took", took)
+	w.log.LogAttrs(context.Background(), slog.LevelInfo, "jobs.run", slog.String("run", log.run), slog.String("job", log.job),
+		slog.Int("attempt", log.attempt), slog.String("outcome", outcome), slog.Duration("took", took))
 }
 
 // runLog is a claim's logger, derived from the worker's on first use: most claims log only
