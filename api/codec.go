@@ -55,13 +55,41 @@ func decodeMsgpack(b []byte, v any) error {
 	return nil
 }
 
-func encodeMsgpack(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	if err := enc.Encode(v); err != nil {
-		return nil, jobs.Wrap(jobs.CodeEncoding, err, "encode %T", v)
+func encodeMsgpack(v any) ([]byte, error) { return appendMsgpack(nil, v) }
+
+// appendMsgpack appends v's msgpack encoding to dst. The encoder is msgpack's pooled one and
+// the bytes go straight into dst: a framed call's request and answer are encoded into buffers
+// their connection keeps, where a fresh encoder and a growing bytes.Buffer per call were a
+// tenth of the CPU of a remote step's record on each side of the wire.
+func appendMsgpack(dst []byte, v any) ([]byte, error) {
+	w := &appendWriter{b: dst}
+	enc := msgpack.GetEncoder()
+	enc.Reset(w)
+	err := enc.Encode(v)
+	msgpack.PutEncoder(enc)
+	if err != nil {
+		return dst, jobs.Wrap(jobs.CodeEncoding, err, "encode %T", v)
 	}
-	return buf.Bytes(), nil
+	return w.b, nil
+}
+
+// appendWriter is the writer msgpack's encoder writes to without a buffer of its own (it
+// wraps any writer lacking WriteByte and WriteString in one).
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *appendWriter) WriteByte(c byte) error {
+	w.b = append(w.b, c)
+	return nil
+}
+
+func (w *appendWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
 }
 
 // checkMsgpack refuses a body whose shape could not be decoded safely (see wire.Shape).
