@@ -311,7 +311,12 @@ type response struct {
 func decodeAs(r response, v any) error {
 	var err error
 	if strings.HasPrefix(r.contentType, ContentMsgpack) {
-		err = msgpack.Unmarshal(r.body, v)
+		if resp, ok := v.(*frontend.RecordResponse); ok {
+			// A step's answer: its own codec (recordcodec.go), msgpack's result.
+			err = decodeRecordResponse(r.body, resp)
+		} else {
+			err = msgpack.Unmarshal(r.body, v)
+		}
 	} else {
 		err = json.Unmarshal(r.body, v)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/wire"
 )
 
@@ -49,7 +50,14 @@ func decodeMsgpack(b []byte, v any) error {
 	if err := checkMsgpack(b); err != nil {
 		return err
 	}
-	if err := msgpack.Unmarshal(b, v); err != nil {
+	var err error
+	if req, ok := v.(*frontend.RecordRequest); ok {
+		// A step's record: its own codec (recordcodec.go), msgpack's result.
+		err = decodeRecordRequest(b, req)
+	} else {
+		err = msgpack.Unmarshal(b, v)
+	}
+	if err != nil {
 		return jobs.Wrap(jobs.CodeBadRequest, err, "malformed msgpack body")
 	}
 	return nil
@@ -62,6 +70,17 @@ func encodeMsgpack(v any) ([]byte, error) { return appendMsgpack(nil, v) }
 // their connection keeps, where a fresh encoder and a growing bytes.Buffer per call were a
 // tenth of the CPU of a remote step's record on each side of the wire.
 func appendMsgpack(dst []byte, v any) ([]byte, error) {
+	// A step's record and its answer: their own encoder (recordcodec.go), msgpack's wire.
+	switch v := v.(type) {
+	case frontend.RecordRequest:
+		return appendRecordRequest(dst, &v)
+	case *frontend.RecordRequest:
+		return appendRecordRequest(dst, v)
+	case frontend.RecordResponse:
+		return appendRecordResponse(dst, &v), nil
+	case *frontend.RecordResponse:
+		return appendRecordResponse(dst, v), nil
+	}
 	w := &appendWriter{b: dst}
 	enc := msgpack.GetEncoder()
 	enc.Reset(w)
