@@ -39,9 +39,12 @@ type framePool struct {
 // (settled), which the caller classifies.
 func (p *framePool) call(ctx context.Context, route byte, in, out any) (sent bool, err error) {
 	bp := frameBufs.Get().(*[]byte)
-	defer frameBufs.Put(bp)
 	body, err := appendMsgpack((*bp)[:0], in)
-	*bp = body[:0]
+	if cap(body) <= maxKeptAnswer {
+		// A large record's buffer is not kept for the next.
+		*bp = body[:0]
+	}
+	defer frameBufs.Put(bp)
 	if err != nil {
 		return true, err
 	}
@@ -185,7 +188,8 @@ func (wc *wireConn) frame(route byte, body []byte) (int, []byte, error) {
 	return int(binary.BigEndian.Uint16(ah[4:])), b, nil
 }
 
-// maxKeptAnswer bounds the answer buffer a connection keeps between calls.
+// maxKeptAnswer bounds the buffers kept between calls: a connection's answer buffer and the
+// pooled request buffers.
 const maxKeptAnswer = 64 << 10
 
 // maxFrameAnswer bounds what the client reads for one framed answer: a history read is the
