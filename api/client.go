@@ -311,7 +311,12 @@ type response struct {
 func decodeAs(r response, v any) error {
 	var err error
 	if strings.HasPrefix(r.contentType, ContentMsgpack) {
-		err = msgpack.Unmarshal(r.body, v)
+		if resp, ok := v.(*frontend.RecordResponse); ok {
+			// A step's answer: its own codec (recordcodec.go), msgpack's result.
+			err = decodeRecordResponse(r.body, resp)
+		} else {
+			err = msgpack.Unmarshal(r.body, v)
+		}
 	} else {
 		err = json.Unmarshal(r.body, v)
 	}
@@ -322,6 +327,19 @@ func decodeAs(r response, v any) error {
 }
 
 func (c *Client) callMsgpack(ctx context.Context, path string, in, out any, timeout time.Duration, lost jobs.Code) error {
+	// A traced call goes plain: a frame does not carry the caller's span.
+	if route := frameRoute(path); c.frames != nil && route != 0 && !traced(ctx) {
+		callCtx, cancel := context.WithTimeout(ctx, timeout)
+		sent, err := c.frames.call(callCtx, route, in, out)
+		cancel()
+		if sent {
+			var te errTransport
+			if errors.As(err, &te) {
+				return c.lost(ctx, te.err, path, timeout, lost)
+			}
+			return err
+		}
+	}
 	b, err := encodeMsgpack(in)
 	if err != nil {
 		return err
@@ -360,16 +378,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if c.conns != nil && method == http.MethodPost && len(query) == 0 && hotPath(path) {
-		// A traced call goes plain: a frame does not carry the caller's span.
-		if route := frameRoute(path); c.frames != nil && route != 0 && !traced(ctx) {
-			status, b, err := c.frames.roundTrip(callCtx, route, body)
-			if err == nil {
-				return answer(status, framedAnswer, b)
-			}
-			if !errors.Is(err, errNoFrames) {
-				return response{}, c.lost(ctx, err, path, timeout, lost)
-			}
-		}
+		// (Framed calls went before, in callMsgpack.)
 		h := make(http.Header, 4)
 		c.header(ctx, h, contentType)
 		res, b, err := c.conns.roundTrip(callCtx, path, h, body)

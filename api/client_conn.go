@@ -48,6 +48,8 @@ type wireConn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	lastUsed time.Time
+	// ans is the last framed answer's buffer (client_frames.go), kept for the next.
+	ans []byte
 }
 
 func newConnPool(host, port string) *connPool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -30,24 +31,65 @@ type framePool struct {
 	off atomic.Bool
 }
 
-// roundTrip sends one framed call and returns the answer's status and body.
-func (p *framePool) roundTrip(ctx context.Context, route byte, body []byte) (int, []byte, error) {
+// call sends one framed call of in and decodes its answer into out. The request is encoded into
+// a pooled buffer and the answer read into its connection's own, decoded before the connection
+// goes back to the pool (decoding copies what it keeps): no buffer is made per call. sent is
+// false when the call could not go framed and nothing of it was sent (errNoFrames): the caller
+// sends it plain. Otherwise err is the engine's refusal, a decoding error, or the transport's
+// (settled), which the caller classifies.
+func (p *framePool) call(ctx context.Context, route byte, in, out any) (sent bool, err error) {
+	bp := frameBufs.Get().(*[]byte)
+	body, err := appendMsgpack((*bp)[:0], in)
+	if cap(body) <= maxKeptAnswer {
+		// A large record's buffer is not kept for the next.
+		*bp = body[:0]
+	}
+	defer frameBufs.Put(bp)
+	if err != nil {
+		return true, err
+	}
+	var decoded error
+	err = p.roundTrip(ctx, route, body, func(status int, b []byte) {
+		resp, err := answer(status, framedAnswer, b)
+		if err == nil {
+			err = decodeAs(resp, out)
+		}
+		decoded = err
+	})
+	if err != nil {
+		return !errors.Is(err, errNoFrames), errTransport{err}
+	}
+	return true, decoded
+}
+
+// errTransport is a framed call that got no answer: the caller classifies it as lost.
+type errTransport struct{ err error }
+
+func (e errTransport) Error() string { return e.err.Error() }
+func (e errTransport) Unwrap() error { return e.err }
+
+// frameBufs are the buffers framed calls are encoded into.
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// roundTrip sends one framed call and hands the answer's status and body to read, which must
+// not keep the body: it is the connection's buffer, read into again by its next call.
+func (p *framePool) roundTrip(ctx context.Context, route byte, body []byte, read func(status int, b []byte)) error {
 	if p.off.Load() {
-		return 0, nil, errNoFrames
+		return errNoFrames
 	}
 	for attempt := 0; ; attempt++ {
-		status, b, err := p.roundTripOnce(ctx, route, body)
+		err := p.roundTripOnce(ctx, route, body, read)
 		if errors.Is(err, errIdleClosed) && attempt == 0 {
 			continue
 		}
-		return status, b, err
+		return err
 	}
 }
 
-func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte) (int, []byte, error) {
+func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte, read func(status int, b []byte)) error {
 	wc, reused, err := p.conns.get(ctx)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	stop := wc.bind(ctx)
 	if !reused {
@@ -58,17 +100,18 @@ func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte) 
 				// Not upgraded, nothing of the call sent: it goes plain. A connection that
 				// could not be dialled or upgraded because of the engine's state says so again
 				// on the plain request.
-				return 0, nil, errNoFrames
+				return errNoFrames
 			}
-			return 0, nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 	status, b, err := wc.frame(route, body)
 	if err := wc.settle(ctx, stop, reused, err); err != nil {
-		return 0, nil, err
+		return err
 	}
+	read(status, b)
 	p.conns.put(wc)
-	return status, b, nil
+	return nil
 }
 
 // upgrade asks for FramesProtocol on a new connection: nil once switched, errNoFrames when the
@@ -128,12 +171,26 @@ func (wc *wireConn) frame(route byte, body []byte) (int, []byte, error) {
 	if n > maxFrameAnswer {
 		return 0, nil, fmt.Errorf("api: a framed answer of %d bytes is over the limit of %d", n, maxFrameAnswer)
 	}
-	b := make([]byte, n)
+	var b []byte
+	switch {
+	case n > maxKeptAnswer:
+		// A long history: not kept for the connection's life.
+		b = make([]byte, n)
+	case cap(wc.ans) < int(n):
+		wc.ans = make([]byte, n, max(n, 4096))
+		b = wc.ans
+	default:
+		b = wc.ans[:n]
+	}
 	if _, err := io.ReadFull(wc.br, b); err != nil {
 		return 0, nil, err
 	}
 	return int(binary.BigEndian.Uint16(ah[4:])), b, nil
 }
+
+// maxKeptAnswer bounds the buffers kept between calls: a connection's answer buffer and the
+// pooled request buffers.
+const maxKeptAnswer = 64 << 10
 
 // maxFrameAnswer bounds what the client reads for one framed answer: a history read is the
 // largest, and the engine's answers are far under it.

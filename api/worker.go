@@ -18,6 +18,11 @@ const (
 
 // readMsgpack reads and decodes a worker request.
 func readMsgpack(r *http.Request, v any) error {
+	if fb, ok := r.Body.(*frameBody); ok {
+		// A framed call's body is already whole in its connection's buffer, read under the
+		// size limit; decoding copies what it keeps, so it is decoded in place.
+		return decodeMsgpack(fb.b, v)
+	}
 	b, err := readBody(r)
 	if err != nil {
 		return err
@@ -26,6 +31,10 @@ func readMsgpack(r *http.Request, v any) error {
 }
 
 func writeMsgpack(w http.ResponseWriter, v any) error {
+	if fw, ok := w.(*frameWriter); ok {
+		// A framed answer has no headers (frames.go): encoded straight into its buffer.
+		return fw.writeMsgpack(v)
+	}
 	b, err := encodeMsgpack(v)
 	if err != nil {
 		return err
