@@ -101,15 +101,29 @@ func TestThreeDaySleepAndEventWaitComplete(t *testing.T) {
 		t.Run(fmt.Sprintf("sticky=%d", sticky), func(t *testing.T) {
 			env := newEnv(t)
 			o := newOnboarding(t)
-			env.Worker(worker.Config{StickyRuns: sticky}, o.job)
+			w := env.Worker(worker.Config{StickyRuns: sticky}, o.job)
 			id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
+			// The store says suspended as the suspending record commits; the worker parks the
+			// body when the answer is back. A wake-up claimed in between replays (the worker's
+			// fallback, see worker.go), so the parked case waits for the park before waking it.
+			parked := func() {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); sticky >= 0 && w.Parked() != 1; {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d runs parked, want 1", w.Parked())
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
 
 			env.Await(id, store.StateSuspended)
+			parked()
 			env.Advance(72 * time.Hour)
 			run := env.Await(id, store.StateSuspended)
 			if run.LastSeq < 6 {
 				t.Fatalf("after the sleep the run should wait for the event; history: %v", testenv.Kinds(env.History(id)))
 			}
+			parked()
 			if _, err := env.Engine.Publish(context.Background(), "plan.chosen", planChosen{OrgID: "other", Plan: "free"}); err != nil {
 				t.Fatal(err)
 			}
