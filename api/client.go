@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
@@ -315,7 +314,7 @@ func decodeAs(r response, v any) error {
 			// A step's answer: its own codec (recordcodec.go), msgpack's result.
 			err = decodeRecordResponse(r.body, resp)
 		} else {
-			err = msgpack.Unmarshal(r.body, v)
+			err = slowDecode(r.body, v) // a malformed answer is an error, not a panic
 		}
 	} else {
 		err = json.Unmarshal(r.body, v)
@@ -460,7 +459,7 @@ func refusal(status int, contentType string, h http.Header, body []byte) error {
 	e := &jobs.Error{}
 	switch {
 	case strings.HasPrefix(contentType, ContentMsgpack):
-		if msgpack.Unmarshal(body, e) != nil {
+		if slowDecode(body, e) != nil {
 			e = &jobs.Error{}
 		}
 	case strings.HasPrefix(contentType, ContentJSON):

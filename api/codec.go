@@ -55,7 +55,7 @@ func decodeMsgpack(b []byte, v any) error {
 		// A step's record: its own codec (recordcodec.go), msgpack's result.
 		err = decodeRecordRequest(b, req)
 	} else {
-		err = msgpack.Unmarshal(b, v)
+		err = slowDecode(b, v) // msgpack's decoder, its panics on malformed bodies refused
 	}
 	if err != nil {
 		return jobs.Wrap(jobs.CodeBadRequest, err, "malformed msgpack body")

@@ -178,7 +178,8 @@ func decodeRecordResponse(b []byte, resp *frontend.RecordResponse) error {
 }
 
 // slowDecode is msgpack's decoder, its panics refusals: it panics on some malformed bodies (a
-// nil where a time belongs), which are the caller's mistake, not the engine's.
+// nil where a time belongs), which are the sender's mistake, not the receiver's. Every msgpack
+// body the API reads, on either side of the wire, is decoded through it or the record codec.
 func slowDecode(b []byte, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -306,7 +307,7 @@ func (r *reader) command(c *frontend.Command) error {
 					c.Effect = nil
 				} else {
 					c.Effect = &frontend.Effect{}
-					err = msgpack.Unmarshal(r.b[start:r.off], c.Effect)
+					err = slowDecode(r.b[start:r.off], c.Effect)
 				}
 			}
 		case "version":
