@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
