@@ -190,19 +190,7 @@ func slowDecode(b []byte, v any) (err error) {
 }
 
 func (r *reader) recordRequest(req *frontend.RecordRequest) error {
-	n, err := r.mapLen()
-	if err != nil {
-		return err
-	}
-	var seen keySet
-	for ; n > 0; n-- {
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
-		if err := seen.add(key); err != nil {
-			return err
-		}
+	return r.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "run_id":
 			req.RunID, err = r.str()
@@ -232,27 +220,12 @@ func (r *reader) recordRequest(req *frontend.RecordRequest) error {
 		default:
 			return errSlowPath
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (r *reader) command(c *frontend.Command) error {
-	n, err := r.mapLen()
-	if err != nil {
-		return err
-	}
-	var seen keySet
-	for ; n > 0; n-- {
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
-		if err := seen.add(key); err != nil {
-			return err
-		}
+	return r.fields(func(key []byte) (err error) {
 		var v int64
 		switch string(key) {
 		case "kind":
@@ -320,27 +293,12 @@ func (r *reader) command(c *frontend.Command) error {
 		default:
 			return errSlowPath
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (r *reader) recordResponse(resp *frontend.RecordResponse) error {
-	n, err := r.mapLen()
-	if err != nil {
-		return err
-	}
-	var seen keySet
-	for ; n > 0; n-- {
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
-		if err := seen.add(key); err != nil {
-			return err
-		}
+	return r.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "appended":
 			var m int
@@ -360,27 +318,12 @@ func (r *reader) recordResponse(resp *frontend.RecordResponse) error {
 		default:
 			return errSlowPath
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (r *reader) event(e *history.Event) error {
-	n, err := r.mapLen()
-	if err != nil {
-		return err
-	}
-	var seen keySet
-	for ; n > 0; n-- {
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
-		if err := seen.add(key); err != nil {
-			return err
-		}
+	return r.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "seq":
 			e.Seq, err = r.int()
@@ -397,7 +340,27 @@ func (r *reader) event(e *history.Event) error {
 		default:
 			return errSlowPath
 		}
+		return err
+	})
+}
+
+// fields reads a map: each key once (a key named twice goes to msgpack's decoder, see keySet),
+// handed to field, which reads its value or answers errSlowPath for a key it does not know.
+func (r *reader) fields(field func(key []byte) error) error {
+	n, err := r.mapLen()
+	if err != nil {
+		return err
+	}
+	var seen keySet
+	for ; n > 0; n-- {
+		key, err := r.key()
 		if err != nil {
+			return err
+		}
+		if err := seen.add(key); err != nil {
+			return err
+		}
+		if err := field(key); err != nil {
 			return err
 		}
 	}
