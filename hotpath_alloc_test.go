@@ -50,13 +50,7 @@ func TestTenStepAllocationsPerRun(t *testing.T) {
 			}
 			next++
 		}
-		deadline := time.Now().Add(time.Minute)
-		for done.Load() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d runs done after a minute", done.Load(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		awaitDone(t, &done, want)
 	}
 	runs(300)
 	const n = 1000
@@ -96,13 +90,7 @@ func TestNoopAllocationsPerJob(t *testing.T) {
 		if _, err := j.EnqueueMany(context.Background(), env.Engine, ins); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(time.Minute)
-		for done.Load() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d jobs done after a minute", done.Load(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		awaitDone(t, &done, want)
 	}
 	drain(500)
 	const n = 2000
@@ -119,3 +107,15 @@ func TestNoopAllocationsPerJob(t *testing.T) {
 
 // 90–93 before the cuts of the ten-step test's comment and the hand-written event codec, 69–73 after.
 const noopBudget, noopBefore = 78, 91
+
+// awaitDone waits (up to a minute) until done counts want.
+func awaitDone(t *testing.T, done *atomic.Int64, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for done.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d done after a minute", done.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
