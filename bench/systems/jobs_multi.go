@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store/postgres"
 )
 
 // Several engines on one Postgres (`bench multi`): the ten-step workload run by one `engine
@@ -298,13 +300,9 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 	count(*) FILTER (WHERE attempt <> 1) FROM jobs.runs`).Scan(&total, &completed, &attempts); err != nil {
 		return res, err
 	}
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (
-	SELECT run_id, count(*) AS n, min(seq) AS lo, max(seq) AS hi,
-		count(*) FILTER (WHERE kind = 'RunCompleted') AS done,
-		count(DISTINCT name) FILTER (WHERE kind = 'StepCompleted') AS steps,
-		count(*) FILTER (WHERE kind = 'StepCompleted') AS stepEvents
-	FROM jobs.history GROUP BY run_id) h
-WHERE NOT (lo = 1 AND hi = n AND done = 1 AND steps = 10 AND stepEvents = 10)`).Scan(&badHist); err != nil {
+	// Each history as the engine reads it (the store rebuilds the events a run's row implies),
+	// not as rows: contiguous from 1, RunStarted first, ten distinct steps, RunCompleted last.
+	if badHist, err = checkHistories(ctx, dbURL, pool); err != nil {
 		return res, err
 	}
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM jobs.history WHERE kind = 'AttemptFailed'`).Scan(&failed); err != nil {
@@ -317,4 +315,46 @@ WHERE NOT (lo = 1 AND hi = n AND done = 1 AND steps = 10 AND stepEvents = 10)`).
 	}
 	res.Checked = fmt.Sprintf("%d/%d completed once, histories contiguous, 0 failed attempts", completed, runs)
 	return res, nil
+}
+
+// checkHistories reads every run's history through the Postgres store and counts those that are
+// not a ten-step run's, completed exactly once: seq contiguous from 1, RunStarted first, ten
+// steps of ten names, RunCompleted last and only there.
+func checkHistories(ctx context.Context, dbURL string, pool *pgxpool.Pool) (int, error) {
+	st, err := postgres.Open(ctx, postgres.Config{URL: dbURL, Schema: "jobs", MaxConns: 2})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	rows, err := pool.Query(ctx, `SELECT id FROM jobs.runs`)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	bad := 0
+	for _, id := range ids {
+		evs, err := st.HistoryRead(ctx, id, 0, 0)
+		if err != nil {
+			return 0, err
+		}
+		steps, stepEvents, done := map[string]bool{}, 0, 0
+		ok := len(evs) > 0 && evs[0].Kind == history.KindRunStarted && evs[len(evs)-1].Kind == history.KindRunCompleted
+		for i, e := range evs {
+			ok = ok && e.Seq == int64(i+1)
+			switch e.Kind {
+			case history.KindStepCompleted:
+				steps[e.Name] = true
+				stepEvents++
+			case history.KindRunCompleted:
+				done++
+			}
+		}
+		if !ok || done != 1 || len(steps) != 10 || stepEvents != 10 {
+			bad++
+		}
+	}
+	return bad, nil
 }
