@@ -170,7 +170,14 @@ func TestWorkerStartUnderTheSameIDReleasesTheOldClaims(t *testing.T) {
 			t.Fatalf("another worker's start moved the run to %s for %q", run.State, run.WorkerID)
 		}
 		// A start under the id of a worker that is alive (it attends its session) is not its
-		// restart: refused, nothing released (X_WORKER_LIVE, engine/sessions_live.go).
+		// restart: refused, nothing released (X_WORKER_LIVE, engine/sessions_live.go). The
+		// worker attends just after its start, and may claim first: wait for the session.
+		for deadline := time.Now().Add(10 * time.Second); !env.Engine.SessionLive("host-a"); {
+			if time.Now().After(deadline) {
+				t.Fatal("the worker's session is not live after 10s")
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if err := env.Engine.WorkerStart(context.Background(), frontend.Session{WorkerID: "host-a"}); !jobs.HasCode(err, jobs.CodeWorkerLive) {
 			t.Fatalf("start under a live worker's id: %v, want X_WORKER_LIVE", err)
 		}

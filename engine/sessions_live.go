@@ -121,3 +121,12 @@ func (e *Engine) checkNotLive(ctx context.Context, workerID, what string, wait b
 func (e *Engine) SessionAnswered(workerID string) {
 	e.sessions.ended(workerID, true, e.clock.Now())
 }
+
+// SessionLive reports whether a worker under workerID attends a session on this engine (or was
+// answered within the re-attend window): what a start or stop under that id is refused for
+// (X_WORKER_LIVE). A worker attends right after its start, so a moment passes between the start
+// and the first moment its session is live.
+func (e *Engine) SessionLive(workerID string) bool {
+	live, _ := e.sessions.isLive(workerID, e.clock.Now())
+	return live
+}
