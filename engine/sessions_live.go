@@ -19,8 +19,9 @@ import (
 //
 // Limits: the engine knows the sessions attended on itself. Just after an engine restart, until
 // the workers attend again (within about a second), and with several engine processes behind one
-// address, a start or stop may come where the session is not seen; two processes that share a
-// worker id are one worker to the engine.
+// address, a start or stop may come where the session is not seen; likewise between a worker's
+// answered start and its first attend, while its pollers may already claim; two processes that
+// share a worker id are one worker to the engine.
 
 // reattendWindow is how long after an answered attend the worker counts as live: it attends
 // again at once, so this only covers the round trip.
