@@ -136,3 +136,14 @@ func freshSchemaIfAny(t *testing.T) (url, schema string) {
 	}
 	return testenv.FreshSchema(t)
 }
+
+// $JOBS_DB_WRITE_IMPLIED_EVENTS is a boolean: a value that is not one is refused, not read as
+// false; a true one without a database URL is refused like the flag.
+func TestWriteImpliedEventsEnv(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"serve", "--database-url", "", "--data-dir", dir, "--addr", "127.0.0.1:0"}
+	t.Setenv("JOBS_DB_WRITE_IMPLIED_EVENTS", "yes please")
+	expect(t, runCmd(context.Background(), args...), 2, "X_BAD_REQUEST: $JOBS_DB_WRITE_IMPLIED_EVENTS")
+	t.Setenv("JOBS_DB_WRITE_IMPLIED_EVENTS", "true")
+	expect(t, runCmd(context.Background(), args...), 2, "X_BAD_REQUEST: --database-write-implied-events")
+}

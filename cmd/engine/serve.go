@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,9 +41,12 @@ func (o *dbOptions) flags(cmd *cobra.Command) {
 		"Postgres schema holding the engine's tables [$JOBS_DB_SCHEMA]")
 	f.StringVar(&o.dataDir, "data-dir", cli.Env("JOBS_DATA_DIR", "data"),
 		"directory of the SQLite database, jobs.db [$JOBS_DATA_DIR]")
-	f.BoolVar(&o.writeImplied, "database-write-implied-events", cli.Env("JOBS_DB_WRITE_IMPLIED_EVENTS", "") == "1",
-		"Postgres: write every run's first and last events as history rows too, while engines of an older version (which cannot rebuild them from the run's row) share the database in a rolling upgrade [$JOBS_DB_WRITE_IMPLIED_EVENTS=1]")
+	f.BoolVar(&o.writeImplied, "database-write-implied-events", cli.EnvBool(envWriteImplied, false),
+		"Postgres: write every run's first and last events as history rows too, while engines of an older version (which cannot rebuild them from the run's row) share the database in a rolling upgrade [$JOBS_DB_WRITE_IMPLIED_EVENTS]")
 }
+
+// envWriteImplied sets --database-write-implied-events.
+const envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
 // rather than silently falling back to SQLite (DATABASE_URL is often set for something else).
@@ -62,6 +67,11 @@ func (o *dbOptions) postgres() (bool, error) {
 func (o *dbOptions) check(cmd *cobra.Command) error {
 	if o.url == "" && cmd.Flags().Changed("database-schema") {
 		return cli.Usage("--database-schema %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", o.schema)
+	}
+	if v := os.Getenv(envWriteImplied); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return cli.Usage("$%s %q: want true or false", envWriteImplied, v)
+		}
 	}
 	if o.url == "" && o.writeImplied {
 		return cli.Usage("--database-write-implied-events needs --database-url (or $DATABASE_URL): SQLite writes every event already")

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,6 +122,17 @@ func describe(err error, fallback jobs.Code) string {
 func Env(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
+	}
+	return def
+}
+
+// EnvBool is Env for a boolean (strconv.ParseBool: 1, t, true, 0, f, false, …); an unparsable
+// value leaves def, and the command that reads it refuses it when its flags are checked.
+func EnvBool(name string, def bool) bool {
+	if v := os.Getenv(name); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
 	}
 	return def
 }
