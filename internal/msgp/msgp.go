@@ -106,25 +106,21 @@ func (k *keySet) add(key []byte) error {
 // Writing msgpack: the smallest form of each value, as msgpack's encoder writes them.
 
 // AppendMapLen appends a map header of n entries.
-func AppendMapLen(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x80|byte(n))
-	case n <= math.MaxUint16:
-		return append(b, 0xde, byte(n>>8), byte(n))
-	}
-	return append(b, 0xdf, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-}
+func AppendMapLen(b []byte, n int) []byte { return appendHeader(b, 0x80, 0xde, n) }
 
 // AppendArrayLen appends an array header of n items.
-func AppendArrayLen(b []byte, n int) []byte {
+func AppendArrayLen(b []byte, n int) []byte { return appendHeader(b, 0x90, 0xdc, n) }
+
+// appendHeader appends a container header: the fix form (fix|n) below 16, else the 16-bit
+// form (code16) or the 32-bit one after it.
+func appendHeader(b []byte, fix, code16 byte, n int) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x90|byte(n))
+		return append(b, fix|byte(n))
 	case n <= math.MaxUint16:
-		return append(b, 0xdc, byte(n>>8), byte(n))
+		return append(b, code16, byte(n>>8), byte(n))
 	}
-	return append(b, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return append(b, code16+1, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
 // AppendStr appends s as a str.
