@@ -12,11 +12,13 @@ import (
 	"github.com/ultimat3/jobs/store/storetest"
 )
 
-// TestListingIndexesSkipRunningRuns: the state, job, queue and key indexes hold no running run
-// (015_claim_entries), so a claim writes none of their entries, and the run search still
-// returns every matching run, running ones included, newest first, a page at a time. The
-// migration is also applied over runs in every state: the schema is taken back to 014's
-// indexes, the runs written, and Migrate run again.
+// TestListingIndexesSkipRunningRuns: the state, job and queue indexes hold no running run
+// (015_claim_entries), so a claim writes none of their entries; the key index holds no live
+// run, and the idempotency index, keyed by key first, lists those (016_key_entries), so a create
+// writes no key index entry. The run search still returns every matching run, running and live
+// ones included, newest first, a page at a time. The migrations are also applied over runs in
+// every state: the schema is taken back to 014's indexes, the runs written, and Migrate run
+// again.
 func TestListingIndexesSkipRunningRuns(t *testing.T) {
 	t.Parallel()
 	for _, over := range []bool{false, true} {
@@ -31,24 +33,32 @@ DROP INDEX {S}.runs_job_id; CREATE INDEX runs_job_id ON {S}.runs (job, id);
 DROP INDEX {S}.runs_queue_id; CREATE INDEX runs_queue_id ON {S}.runs (queue, id);
 DROP INDEX {S}.runs_key_id; CREATE INDEX runs_key_id ON {S}.runs (key, id);
 DROP INDEX {S}.runs_worker; CREATE INDEX runs_worker ON {S}.runs (worker_id) WHERE worker_id <> '';
-DELETE FROM {S}.schema_migrations WHERE version = 15`)); err != nil {
+DROP INDEX {S}.runs_live_key; CREATE UNIQUE INDEX runs_live_key ON {S}.runs (job, key)
+	WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+DELETE FROM {S}.schema_migrations WHERE version IN (15, 16)`)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			all := seedRuns(t, s)
 			if over {
-				if n, err := MigrateCount(ctx, Config{URL: testURL(t), Schema: s.schema}); n != 1 || err != nil {
-					t.Fatalf("MigrateCount = %d, %v; want 015 applied", n, err)
+				if n, err := MigrateCount(ctx, Config{URL: testURL(t), Schema: s.schema}); n != 2 || err != nil {
+					t.Fatalf("MigrateCount = %d, %v; want 015 and 016 applied", n, err)
 				}
 			}
-			for _, name := range []string{"runs_state_id", "runs_job_id", "runs_queue_id", "runs_key_id"} {
+			for name, want := range map[string]string{
+				"runs_state_id": "(state, id) WHERE (state <> 'running'::text)",
+				"runs_job_id":   "(job, id) WHERE (state <> 'running'::text)",
+				"runs_queue_id": "(queue, id) WHERE (state <> 'running'::text)",
+				"runs_key_id":   "(key, id) WHERE (state <> ALL (ARRAY['ready'::text, 'delayed'::text, 'running'::text, 'suspended'::text]))",
+				"runs_live_key": "(key, job) WHERE (state = ANY (ARRAY['ready'::text, 'delayed'::text, 'running'::text, 'suspended'::text]))",
+			} {
 				var def string
 				if err := s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`,
 					s.schema, name).Scan(&def); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				if !strings.Contains(def, "WHERE (state <> 'running'::text)") {
-					t.Errorf("%s is %q; want it partial on state <> 'running'", name, def)
+				if !strings.HasSuffix(def, want) {
+					t.Errorf("%s is %q; want it on %s", name, def, want)
 				}
 			}
 			checkSearches(t, s, all)
@@ -63,7 +73,8 @@ type seededRun struct {
 }
 
 // seedRuns writes 40 runs over two jobs and three queues in every state, running ones with a
-// lease and a worker; the finished ones share a key.
+// lease and a worker; the finished ones share a key, and one key is live in both jobs and
+// finished in one.
 func seedRuns(t *testing.T, s *Store) []seededRun {
 	t.Helper()
 	states := []store.State{store.StateReady, store.StateRunning, store.StateCompleted, store.StateRunning,
@@ -76,6 +87,9 @@ func seedRuns(t *testing.T, s *Store) []seededRun {
 			key: fmt.Sprintf("k%02d", i), state: states[i%len(states)]}
 		if r.state == store.StateCompleted || r.state == store.StateFailed {
 			r.key = "done"
+		}
+		if i == 30 || i == 31 || i == 32 { // one key, live in both jobs and finished in one
+			r.key = "shared"
 		}
 		all = append(all, r)
 		if _, err := s.pool.Exec(context.Background(), schemaReplacer(s.schema).Replace(`
@@ -99,6 +113,12 @@ func checkSearches(t *testing.T, s *Store, all []seededRun) {
 		{ListParams: store.ListParams{Queue: "q2", Job: "j0", Limit: 2}},
 		{Key: "done", ListParams: store.ListParams{Limit: 3}},
 		{Key: "k01", ListParams: store.ListParams{Limit: 3}},
+		{Key: "k00", ListParams: store.ListParams{Limit: 3}},
+		{Key: "shared", ListParams: store.ListParams{Limit: 1}},
+		{Key: "shared", ListParams: store.ListParams{Job: "j0", Limit: 1}},
+		{Key: "shared", ListParams: store.ListParams{State: store.StateReady, Limit: 1}},
+		{Key: "shared", ListParams: store.ListParams{State: store.StateCompleted, Limit: 1}},
+		{Key: "done", ListParams: store.ListParams{State: store.StateFailed, Limit: 2}},
 		{ListParams: store.ListParams{State: store.StateRunning, Limit: 4}},
 		{ListParams: store.ListParams{State: store.StateRunning, Job: "j0", Limit: 2}},
 		{ListParams: store.ListParams{State: store.StateReady, Limit: 2}},

@@ -816,3 +816,61 @@ func BenchmarkRunCreate(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentStepBatchesDoNotDeadlock: the one-statement path of RunApply (steps only) over
+// overlapping runs named in different orders, against heartbeats over the same runs in reverse
+// order: the statement must take its rows in id order as every multi-run lock does, whatever
+// order the batch names them in; a deadlock would surface as an error (SQLSTATE 40P01).
+func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{MaxConns: 8})
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 24, "q")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			for i := range 40 {
+				order := slices.Clone(runs)
+				rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+				ms := make([]store.Mutation, 16)
+				for j := range ms {
+					ms[j] = stepMutation(order[j], fmt.Sprintf("g%d-%d-%d", g, i, j))
+				}
+				if !stepsOnly(ms) {
+					t.Error("the batch is not steps only")
+					return
+				}
+				if _, err := s.RunApply(ctx, ms); err != nil {
+					t.Errorf("RunApply: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		leases := make([]store.Lease, len(runs))
+		for j, r := range runs {
+			leases[len(runs)-1-j] = store.Lease{RunID: r.ID, Fence: r.Fence} // descending ids
+		}
+		for range 80 {
+			if _, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Leases: leases, Now: t0,
+				LeaseUntil: t0.Add(time.Hour)}); err != nil {
+				t.Errorf("RunHeartbeat: %v", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	for _, r := range runs {
+		evs, err := s.HistoryRead(ctx, r.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("run %s: event %d has seq %d", r.ID, i, e.Seq)
+			}
+		}
+	}
+}

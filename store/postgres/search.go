@@ -55,13 +55,25 @@ func (s *Store) searchSQL(q store.RunQuery) (string, []any) {
 	case q.State == store.StateRunning:
 		args = append(args, limitArg(q.Limit))
 		fmt.Fprintf(&b, sqlSearchRunningCTE, filters)
-		b.WriteString(sqlSearchRunning)
+		b.WriteString(sqlSearchApart)
 		fmt.Fprintf(&b, sqlSearchTail, len(args))
+	case q.Key != "" && q.State.Live():
+		args = append(args, string(q.State), limitArg(q.Limit))
+		fmt.Fprintf(&b, sqlSearchLiveCTE, filters)
+		b.WriteString(sqlSearchApart + " WHERE true")
+		fmt.Fprintf(&b, sqlSearchState+sqlSearchTail, len(args)-1, len(args))
 	case q.State != "":
 		args = append(args, string(q.State), limitArg(q.Limit))
 		b.WriteString(sqlSearchHead + sqlSearchNotRunning + filters)
+		if q.Key != "" {
+			b.WriteString(sqlSearchNotLive)
+		}
 		fmt.Fprintf(&b, sqlSearchState+sqlSearchTail, len(args)-1, len(args))
-	case q.Queue != "" || q.Job != "" || q.Key != "":
+	case q.Key != "":
+		args = append(args, limitArg(q.Limit))
+		fmt.Fprintf(&b, sqlSearchLiveCTE, filters)
+		fmt.Fprintf(&b, sqlSearchMerge, sqlSearchHead+sqlSearchNotLive+filters, len(args))
+	case q.Queue != "" || q.Job != "":
 		args = append(args, limitArg(q.Limit))
 		fmt.Fprintf(&b, sqlSearchRunningCTE, filters)
 		fmt.Fprintf(&b, sqlSearchMerge, sqlSearchHead+sqlSearchNotRunning+filters, len(args))

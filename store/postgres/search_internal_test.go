@@ -17,27 +17,31 @@ import (
 // or not (the generic plan a prepared statement gets after a few executions). The listing
 // indexes hold no running run (015_claim_entries): a shape that reads one of them also reads
 // the running runs through runs_lease and sorts those alone (they are at most the fleet's
-// slots). The test table is empty, so the planner is told to avoid sequential scans and sorts:
+// slots); a search by key reads the key's live runs through runs_live_key instead
+// (016_key_entries), at most one a job. The test table is empty, so the planner is told to avoid sequential scans and sorts:
 // a sort above the listing index left in the plan means the index does not serve the shape.
 func TestSearchUsesIndexOrder(t *testing.T) {
 	t.Parallel()
 	s := OpenTest(t, Config{})
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for name, c := range map[string]struct {
-		q       store.RunQuery
-		index   string
-		running bool // the plan also reads the running runs through runs_lease
+		q     store.RunQuery
+		index string // read in id order; "" when the matches are few and sorted
+		apart string // the index the plan also reads the runs the first one leaves out through
 	}{
-		"all":           {store.RunQuery{ListParams: store.ListParams{Limit: 51}}, "runs_pkey", false},
-		"state":         {store.RunQuery{ListParams: store.ListParams{State: store.StateFailed, Before: "x", Limit: 51}}, "runs_state_id", false},
-		"ready":         {store.RunQuery{ListParams: store.ListParams{State: store.StateReady, Limit: 51}}, "runs_state_id", false},
-		"running":       {store.RunQuery{ListParams: store.ListParams{State: store.StateRunning, Limit: 51}}, "runs_lease", true},
-		"job":           {store.RunQuery{ListParams: store.ListParams{Job: "j", Before: "x", Limit: 51}}, "runs_job_id", true},
-		"tenant":        {store.RunQuery{ListParams: store.ListParams{Tenant: "t", Limit: 51}}, "runs_tenant_id", false},
-		"queue":         {store.RunQuery{ListParams: store.ListParams{Queue: "q", Before: "x", Limit: 51}}, "runs_queue_id", true},
-		"queue+state":   {store.RunQuery{ListParams: store.ListParams{Queue: "q", State: store.StateCompleted, Limit: 51}}, "runs_", false},
-		"key":           {store.RunQuery{Key: "k", ListParams: store.ListParams{Limit: 51}}, "runs_key_id", true},
-		"created range": {store.RunQuery{CreatedFrom: base, CreatedTo: base.Add(time.Hour), ListParams: store.ListParams{Limit: 51}}, "runs_pkey", false},
+		"all":           {store.RunQuery{ListParams: store.ListParams{Limit: 51}}, "runs_pkey", ""},
+		"state":         {store.RunQuery{ListParams: store.ListParams{State: store.StateFailed, Before: "x", Limit: 51}}, "runs_state_id", ""},
+		"ready":         {store.RunQuery{ListParams: store.ListParams{State: store.StateReady, Limit: 51}}, "runs_state_id", ""},
+		"running":       {store.RunQuery{ListParams: store.ListParams{State: store.StateRunning, Limit: 51}}, "", "runs_lease"},
+		"job":           {store.RunQuery{ListParams: store.ListParams{Job: "j", Before: "x", Limit: 51}}, "runs_job_id", "runs_lease"},
+		"tenant":        {store.RunQuery{ListParams: store.ListParams{Tenant: "t", Limit: 51}}, "runs_tenant_id", ""},
+		"queue":         {store.RunQuery{ListParams: store.ListParams{Queue: "q", Before: "x", Limit: 51}}, "runs_queue_id", "runs_lease"},
+		"queue+state":   {store.RunQuery{ListParams: store.ListParams{Queue: "q", State: store.StateCompleted, Limit: 51}}, "runs_", ""},
+		"key":           {store.RunQuery{Key: "k", ListParams: store.ListParams{Limit: 51}}, "runs_key_id", "runs_live_key"},
+		"key+job":       {store.RunQuery{Key: "k", ListParams: store.ListParams{Job: "j", Queue: "q", Before: "x", Limit: 51}}, "runs_key_id", "runs_live_key"},
+		"key+failed":    {store.RunQuery{Key: "k", ListParams: store.ListParams{State: store.StateFailed, Limit: 51}}, "runs_key_id", ""},
+		"key+ready":     {store.RunQuery{Key: "k", ListParams: store.ListParams{State: store.StateReady, Limit: 51}}, "", "runs_live_key"},
+		"created range": {store.RunQuery{CreatedFrom: base, CreatedTo: base.Add(time.Hour), ListParams: store.ListParams{Limit: 51}}, "runs_pkey", ""},
 	} {
 		query, args := s.searchSQL(c.q)
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
@@ -48,10 +52,13 @@ func TestSearchUsesIndexOrder(t *testing.T) {
 			if strings.Contains(plan, "Seq Scan") {
 				t.Errorf("%s, %s: plan scans the table:\n%s", name, mode, plan)
 			}
-			if c.running != strings.Contains(plan, "runs_lease") {
-				t.Errorf("%s, %s: plan reads runs_lease = %v, want %v:\n%s", name, mode, !c.running, c.running, plan)
+			if want := c.apart == "runs_lease"; want != strings.Contains(plan, "runs_lease") {
+				t.Errorf("%s, %s: plan reads runs_lease = %v, want %v:\n%s", name, mode, !want, want, plan)
 			}
-			if c.index == "runs_lease" {
+			if c.apart != "" && !strings.Contains(plan, " using "+c.apart) {
+				t.Errorf("%s, %s: plan does not read %s:\n%s", name, mode, c.apart, plan)
+			}
+			if c.index == "" {
 				continue
 			}
 			if !readsInOrder(plan, c.index) {

@@ -202,7 +202,9 @@ WHERE r.id = u.id`,
 	// the history insert in ONE statement, so the batch costs one round trip (BEGIN, this,
 	// COMMIT) instead of a lock-and-read trip and a write trip. Rows are locked in id order, as
 	// every multi-run lock is. Mutations whose run is not running under their fence are left
-	// out of the result; RunApply asks why afterwards.
+	// out of the result; RunApply asks why afterwards. The lock step carries each mutation's
+	// values on, and the update returns the run's seq before the batch, so that neither the
+	// update nor the history insert joins the parameters again (one join per row less each).
 	// $1 ids, $2 fences, $3 event counts, $4 new state ('' stays running), $5 result, $6 now;
 	// $7..$12 the events: run id, ordinal from 1 within the run's mutation, kind, name, at, data.
 	stmtStepsApply: `
@@ -211,29 +213,28 @@ WITH m AS (
 		$6::timestamptz[], $13::bigint[]) AS m(id, fence, n, state, result, now, after_seq)
 ),
 locked AS (
-	SELECT r.id FROM {S}.runs r JOIN m ON m.id = r.id
+	SELECT r.id, m.n, m.state, m.result, m.now FROM {S}.runs r JOIN m ON m.id = r.id
 	WHERE r.fence = m.fence AND r.state = 'running' AND (m.after_seq = 0 OR r.last_seq = m.after_seq)
 	ORDER BY r.id FOR UPDATE OF r
 ),
 upd AS (
-	UPDATE {S}.runs r SET last_seq = r.last_seq + m.n,
-		state = CASE WHEN m.state = '' THEN r.state ELSE m.state END,
-		result = COALESCE(m.result, r.result),
-		worker_id = CASE WHEN m.state = '' THEN r.worker_id ELSE '' END,
-		lease_until = CASE WHEN m.state = '' THEN r.lease_until ELSE NULL END,
-		updated_at = m.now,
-		finished_at = CASE WHEN m.state = 'completed' THEN m.now ELSE r.finished_at END
-	FROM m, locked k
-	WHERE r.id = m.id AND k.id = m.id
-	RETURNING {RUN_R}
+	UPDATE {S}.runs r SET last_seq = r.last_seq + k.n,
+		state = CASE WHEN k.state = '' THEN r.state ELSE k.state END,
+		result = COALESCE(k.result, r.result),
+		worker_id = CASE WHEN k.state = '' THEN r.worker_id ELSE '' END,
+		lease_until = CASE WHEN k.state = '' THEN r.lease_until ELSE NULL END,
+		updated_at = k.now,
+		finished_at = CASE WHEN k.state = 'completed' THEN k.now ELSE r.finished_at END
+	FROM locked k
+	WHERE r.id = k.id
+	RETURNING {RUN_R}, r.last_seq - k.n AS base_seq
 ),
 ins AS (
 	INSERT INTO {S}.history (run_id, seq, kind, name, at, data)
-	SELECT e.run_id, u.last_seq - m.n + e.ord, e.kind, e.name, e.at, e.data
+	SELECT e.run_id, u.base_seq + e.ord, e.kind, e.name, e.at, e.data
 	FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::timestamptz[], $12::bytea[])
 		AS e(run_id, ord, kind, name, at, data)
 	JOIN upd u ON u.id = e.run_id
-	JOIN m ON m.id = e.run_id
 )
 SELECT {RUN} FROM upd`,
 

@@ -9,27 +9,34 @@ package postgres
 // (014_bulk_indexes), and a generic plan, the value unknown, proves that index's predicate only
 // from this condition.
 //
-// The state, job, queue and key indexes hold no running run (015_claim_entries). A search
-// that may read one of them is therefore two branches merged in id order: the runs that are not
-// running (sqlSearchNotRunning, written out so that a generic plan proves those indexes'
-// predicate) and the running ones (sqlSearchRunning), read whole through runs_lease — they are
-// at most the fleet's slots — and sorted. The branch is MATERIALIZED so that the planner cannot
-// trade it for a walk of the primary key that filters on state, which it may think cheaper on
-// a table it has no statistics for. Each branch is cut to the limit before the merge. A search
-// for running runs is the second branch alone; one for another state, the first alone. A search
-// with none of those four filters reads an index that holds every run (the primary key, the
-// tenant's) and is one plain query.
+// The state, job and queue indexes hold no running run (015_claim_entries). A search that may
+// read one of them is therefore two branches merged in id order: the runs that are not running
+// (sqlSearchNotRunning, written out so that a generic plan proves those indexes' predicate) and
+// the running ones (sqlSearchRunningCTE), read whole through runs_lease — they are at most the
+// fleet's slots — and sorted. A search by key is the same merge cut along another line: the key
+// index holds no live run (016_key_entries), so the branch read apart is the key's live runs,
+// through runs_live_key, whose leading column is the key (at most one live run per job), and the
+// other branch says sqlSearchNotLive for runs_key_id's predicate. The branch read apart is
+// MATERIALIZED so that the planner cannot trade it for a walk of the primary key that filters on
+// state, which it may think cheaper on a table it has no statistics for. Each branch is cut to
+// the limit before the merge. A search for running runs is the running branch alone; one by key
+// for another live state, the key's live runs alone, the state filtered after the read (so that
+// no plan trades runs_live_key for a walk of the state's runs); one for another state, the first
+// branch alone (by key, it also says sqlSearchNotLive). A search with none of those filters reads an
+// index that holds every run (the primary key, the tenant's) and is one plain query.
 const (
 	sqlSearchHead = `SELECT {RUN} FROM {S}.runs WHERE true`
 	sqlSearchTail = ` ORDER BY id DESC LIMIT $%d`
 
 	sqlSearchNotRunning = ` AND state <> 'running'`
-	sqlSearchRunningCTE = `WITH running AS MATERIALIZED (SELECT {RUN} FROM {S}.runs WHERE state = 'running'%s) `
-	sqlSearchRunning    = `SELECT {RUN} FROM running`
-	// sqlSearchMerge: %[1]s the branch of the runs that are not running (its WHERE clause
-	// complete), %[2]d the limit's position.
+	sqlSearchRunningCTE = `WITH apart AS MATERIALIZED (SELECT {RUN} FROM {S}.runs WHERE state = 'running'%s) `
+	sqlSearchNotLive    = ` AND state NOT IN ` + liveStates
+	sqlSearchLiveCTE    = `WITH apart AS MATERIALIZED (SELECT {RUN} FROM {S}.runs WHERE state IN ` + liveStates + `%s) `
+	sqlSearchApart      = `SELECT {RUN} FROM apart`
+	// sqlSearchMerge: %[1]s the branch of the runs not read apart (its WHERE clause complete),
+	// %[2]d the limit's position.
 	sqlSearchMerge = `SELECT {RUN} FROM ((%[1]s ORDER BY id DESC LIMIT $%[2]d)
-	UNION ALL (SELECT {RUN} FROM running ORDER BY id DESC LIMIT $%[2]d)) u
+	UNION ALL (SELECT {RUN} FROM apart ORDER BY id DESC LIMIT $%[2]d)) u
 ORDER BY id DESC LIMIT $%[2]d`
 
 	sqlSearchQueue       = ` AND queue = $%d`
