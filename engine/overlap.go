@@ -29,25 +29,21 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 	// Buffered to maxInFlight: a batch is handed over only while a committer is free, and a
 	// committer hands its slice back without waiting for the loop.
 	batches := make(chan []*commitReq, maxInFlight)
-	finished := make(chan committed, maxInFlight)
+	finished := make(chan []*commitReq, maxInFlight)
 	defer close(batches)
 	for range maxInFlight {
 		go func() {
 			var scratch []store.Mutation
 			for b := range batches {
-				back := e.commit(commitCtx, b, &scratch)
+				e.commit(commitCtx, b, &scratch)
 				clear(b) // no answered record stays reachable from a spare slice
-				finished <- committed{b[:0], back}
+				finished <- b[:0]
 			}
 		}()
 	}
 	spare := make([][]*commitReq, 0, maxInFlight)
 	inFlight := 0
-	done := func(c committed) {
-		spare = append(spare, c.batch)
-		inFlight--
-		e.adapt(c.back)
-	}
+	done := func(b []*commitReq) { spare = append(spare, b); inFlight-- }
 	wait := func() { done(<-finished) }
 	stop := func() {
 		for inFlight > 0 {
@@ -67,7 +63,7 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		if inFlight == maxInFlight {
 			wait()
 		}
-		if inFlight > 0 && len(e.commits) < e.overlapNow() {
+		if inFlight > 0 && len(e.commits) < e.cfg.OverlapAt {
 			// A commit is in flight: the next batch gathers in the queue until it finishes
 			// (then it goes, as with one committer) or until OverlapAt records wait, enough to
 			// be worth a second fsync in parallel (Record rings full). The loop sleeps
@@ -102,34 +98,4 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		inFlight++
 		batches <- batch
 	}
-}
-
-// committed is a finished group commit: its slice, to be reused, and how many of its records
-// belong to runs that are still running (their bodies continue and will record again).
-type committed struct {
-	batch []*commitReq
-	back  int
-}
-
-// overlapNow is how many waiting records start a second group commit in flight: OverlapAt, or
-// fewer when the last commit to finish showed that fewer runs will come back (adapt).
-func (e *Engine) overlapNow() int {
-	if n := e.overlapAt.Load(); n > 0 {
-		return int(n)
-	}
-	return e.cfg.OverlapAt
-}
-
-// adapt sets the threshold from the commit that just finished. Its records whose runs continue
-// are the ones that will queue next, each as soon as its body reaches its next step; a fixed
-// threshold above their number made them wait, once all were back, for the other commit to
-// finish, a whole commit's latency a step. So the threshold follows the runs that come back,
-// but not below half of OverlapAt: a batch whose runs mostly ended (completions, a drain) says
-// little about what comes next, and small commits cost the database more per record.
-func (e *Engine) adapt(back int) {
-	n := e.cfg.OverlapAt
-	if back >= (n+1)/2 && back < n {
-		n = back
-	}
-	e.overlapAt.Store(int32(n))
 }
