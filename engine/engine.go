@@ -54,8 +54,6 @@ type Config struct {
 	MaxBatch int
 	// OverlapAt lets a second group commit start while one is in flight, once this many records
 	// wait for it (overlap.go). Defaults to 16; negative turns it off. Used when Committers is 1.
-	// After a commit whose records mostly ended their claims (completions: a backlog drain)
-	// the threshold is four times this, up to MaxBatch; after steps it is this again.
 	OverlapAt int
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
@@ -104,12 +102,10 @@ type Engine struct {
 	timers   *timers.Service
 	signals  *signals.Service
 	commits  chan *commitReq
-	// full rings when overlapNow records wait in commits; overlapAt is that threshold as the
-	// last commit set it, 0 before the first (overlap.go).
-	full      chan struct{}
-	overlapAt atomic.Int32
-	creates   chan *createReq
-	sessions  sessions
+	// full rings when OverlapAt records wait in commits (overlap.go).
+	full     chan struct{}
+	creates  chan *createReq
+	sessions sessions
 	// ledgers caches what each recently recorded run's history says (ledger.go).
 	ledgers *lru.Cache[string, *ledger]
 	// fleetState is the engine's copy of the workers' manifests (manifest.go).

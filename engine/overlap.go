@@ -29,25 +29,21 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 	// Buffered to maxInFlight: a batch is handed over only while a committer is free, and a
 	// committer hands its slice back without waiting for the loop.
 	batches := make(chan []*commitReq, maxInFlight)
-	finished := make(chan committed, maxInFlight)
+	finished := make(chan []*commitReq, maxInFlight)
 	defer close(batches)
 	for range maxInFlight {
 		go func() {
 			var scratch []store.Mutation
 			for b := range batches {
-				back := e.commit(commitCtx, b, &scratch)
+				e.commit(commitCtx, b, &scratch)
 				clear(b) // no answered record stays reachable from a spare slice
-				finished <- committed{batch: b[:0], n: len(b), back: back}
+				finished <- b[:0]
 			}
 		}()
 	}
 	spare := make([][]*commitReq, 0, maxInFlight)
 	inFlight := 0
-	done := func(c committed) {
-		spare = append(spare, c.batch)
-		inFlight--
-		e.adapt(c)
-	}
+	done := func(b []*commitReq) { spare = append(spare, b); inFlight-- }
 	wait := func() { done(<-finished) }
 	stop := func() {
 		for inFlight > 0 {
@@ -67,7 +63,7 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		if inFlight == maxInFlight {
 			wait()
 		}
-		if inFlight > 0 && len(e.commits) < e.overlapNow() {
+		if inFlight > 0 && len(e.commits) < e.cfg.OverlapAt {
 			// A commit is in flight: the next batch gathers in the queue until it finishes
 			// (then it goes, as with one committer) or until OverlapAt records wait, enough to
 			// be worth a second fsync in parallel (Record rings full). The loop sleeps
@@ -102,38 +98,4 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		inFlight++
 		batches <- batch
 	}
-}
-
-// committed is a finished group commit: its slice, to be reused, its size, and how many of its
-// records belong to runs that are still running (their bodies continue and will record again).
-type committed struct {
-	batch   []*commitReq
-	n, back int
-}
-
-// overlapNow is how many waiting records start a second group commit in flight: OverlapAt, or
-// more after a commit whose runs mostly ended their claims (adapt). 0 before the first commit.
-func (e *Engine) overlapNow() int {
-	if n := e.overlapAt.Load(); n > 0 {
-		return int(n)
-	}
-	return e.cfg.OverlapAt
-}
-
-// deepOverlap is how many times OverlapAt the threshold becomes after a commit of claims' last
-// records (completions, failures, releases).
-const deepOverlap = 4
-
-// adapt sets the threshold from the commit that just finished. A step's record holds its
-// run's body until the answer, so its wait is the run's latency, and OverlapAt keeps it short.
-// A claim's last record does not: its slot went to the next claim when it was sent (the
-// worker's claim-ahead), so a longer wait costs nothing while the worker holds spare claims,
-// and a deeper batch saves the database commits and the process CPU per job (the backlog
-// drain). A batch in which most records ended their claims says that is the load.
-func (e *Engine) adapt(c committed) {
-	n := e.cfg.OverlapAt
-	if c.n > 0 && 2*c.back < c.n {
-		n = min(deepOverlap*n, e.cfg.MaxBatch)
-	}
-	e.overlapAt.Store(int32(n))
 }

@@ -101,9 +101,8 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	case <-ctx.Done():
 		return frontend.RecordResponse{}, ctx.Err()
 	}
-	if n := e.overlapNow(); n > 0 && len(e.commits) >= n {
-		// Enough records wait for a second commit in flight (overlapLoop sleeps until then; the
-		// threshold is OverlapAt, or deeper after a batch of claims' last records).
+	if n := e.cfg.OverlapAt; n > 0 && len(e.commits) >= n {
+		// Enough records wait for a second commit in flight (overlapLoop sleeps until then).
 		select {
 		case e.full <- struct{}{}:
 		default:
@@ -288,9 +287,8 @@ func (e *Engine) fillBatch(batch []*commitReq) []*commitReq {
 
 // commit applies batch in one store call. scratch is the committer's own slice for the
 // mutations, reused from batch to batch (a Mutation is large; one slice per batch was garbage
-// proportional to the records); nil makes one. It returns how many of the records' runs are still
-// running, their claims held (overlapLoop's threshold depends on it).
-func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]store.Mutation) (back int) {
+// proportional to the records); nil makes one.
+func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]store.Mutation) {
 	var ms []store.Mutation
 	if scratch != nil {
 		ms = (*scratch)[:0]
@@ -310,12 +308,9 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 	e.metrics.batchSeconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		for i, r := range batch {
-			if results[i].Err == nil && results[i].Run.State == store.StateRunning {
-				back++
-			}
 			r.done <- commitRes{res: results[i]}
 		}
-		return back
+		return
 	}
 	// The batch's outcome is unknown: the transaction may have committed before the error
 	// reached us. Settle each record by reading its history rather than guessing, so a step is
@@ -326,7 +321,6 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 		res, rerr := e.recover(ctx, r)
 		r.done <- commitRes{res: res, err: rerr}
 	}
-	return 0
 }
 
 // recover settles one record after a failed group commit: if its events are in the history after
