@@ -173,7 +173,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			if c.Name == "" {
 				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: a step needs a name", req.RunID)
 			}
-			m.Events = append(m.Events, history.New(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
+			m.Events = append(m.Events, history.NewStep(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))
@@ -192,7 +192,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			m.Wait = &store.Wait{Name: c.Name, Event: c.Event, Match: c.Match, LookbackFrom: e.lookbackFrom(c.Lookback, now)}
 		case frontend.CmdComplete:
 			final = true
-			m.Events = append(m.Events, history.New(now, history.RunCompleted{Result: c.Output}))
+			m.Events = append(m.Events, history.NewCompleted(now, history.RunCompleted{Result: c.Output}))
 			m.State, m.Result = store.StateCompleted, c.Output
 		case frontend.CmdFail:
 			final = true

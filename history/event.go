@@ -219,9 +219,9 @@ func New(at time.Time, p Payload) Event {
 	var err error
 	switch v := p.(type) {
 	case StepCompleted:
-		data = encodeStepCompleted(v)
+		return NewStep(at, v)
 	case RunCompleted:
-		data = encodeRunCompleted(v)
+		return NewCompleted(at, v)
 	case RunStarted:
 		data = encodeRunStarted(v)
 	default:
@@ -233,6 +233,17 @@ func New(at time.Time, p Payload) Event {
 		panic(fmt.Sprintf("history: encode %s: %v", p.Kind(), err))
 	}
 	return Event{Kind: p.Kind(), Name: p.name(), At: at.UTC(), Data: data}
+}
+
+// NewStep is New for a StepCompleted, the event of every step. Passing the payload as itself
+// rather than as a Payload saves boxing it on the heap, an allocation per step.
+func NewStep(at time.Time, p StepCompleted) Event {
+	return Event{Kind: KindStepCompleted, Name: p.StepName, At: at.UTC(), Data: encodeStepCompleted(p)}
+}
+
+// NewCompleted is New for a RunCompleted, without boxing it (see NewStep).
+func NewCompleted(at time.Time, p RunCompleted) Event {
+	return Event{Kind: KindRunCompleted, At: at.UTC(), Data: encodeRunCompleted(p)}
 }
 
 // Decode returns the event's payload as its concrete type (a value, not a pointer).
