@@ -603,19 +603,7 @@ func TestConcurrentBatchesDoNotDeadlock(t *testing.T) {
 			}
 		})
 	}
-	wg.Go(func() {
-		leases := make([]store.Lease, len(runs))
-		for j, r := range runs {
-			leases[len(runs)-1-j] = store.Lease{RunID: r.ID, Fence: r.Fence} // descending ids
-		}
-		for range 50 {
-			if _, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Leases: leases, Now: t0,
-				LeaseUntil: t0.Add(time.Hour)}); err != nil {
-				t.Errorf("RunHeartbeat: %v", err)
-				return
-			}
-		}
-	})
+	wg.Go(func() { heartbeatDescending(t, s, runs, 50) })
 	wg.Go(func() {
 		for i := range 50 {
 			if _, err := s.RunPublish(ctx, store.PublishParams{ID: fmt.Sprintf("p%d", i), Name: fmt.Sprintf("ev%d", i%3), Now: t0}); err != nil {
@@ -625,8 +613,30 @@ func TestConcurrentBatchesDoNotDeadlock(t *testing.T) {
 		}
 	})
 	wg.Wait()
+	assertContiguous(t, s, runs)
+}
+
+// heartbeatDescending extends the runs' leases n times, naming them in descending id order: the
+// order that would deadlock against a batch locking in another order than ascending ids.
+func heartbeatDescending(t *testing.T, s *Store, runs []store.Run, n int) {
+	leases := make([]store.Lease, len(runs))
+	for j, r := range runs {
+		leases[len(runs)-1-j] = store.Lease{RunID: r.ID, Fence: r.Fence}
+	}
+	for range n {
+		if _, err := s.RunHeartbeat(context.Background(), store.HeartbeatParams{WorkerID: "w", Leases: leases,
+			Now: t0, LeaseUntil: t0.Add(time.Hour)}); err != nil {
+			t.Errorf("RunHeartbeat: %v", err)
+			return
+		}
+	}
+}
+
+// assertContiguous checks that every run's history reads back with seqs 1, 2, 3, … and no gap.
+func assertContiguous(t *testing.T, s *Store, runs []store.Run) {
+	t.Helper()
 	for _, r := range runs {
-		evs, err := s.HistoryRead(ctx, r.ID, 0, 0)
+		evs, err := s.HistoryRead(context.Background(), r.ID, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -848,29 +858,7 @@ func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
 			}
 		})
 	}
-	wg.Go(func() {
-		leases := make([]store.Lease, len(runs))
-		for j, r := range runs {
-			leases[len(runs)-1-j] = store.Lease{RunID: r.ID, Fence: r.Fence} // descending ids
-		}
-		for range 80 {
-			if _, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Leases: leases, Now: t0,
-				LeaseUntil: t0.Add(time.Hour)}); err != nil {
-				t.Errorf("RunHeartbeat: %v", err)
-				return
-			}
-		}
-	})
+	wg.Go(func() { heartbeatDescending(t, s, runs, 80) })
 	wg.Wait()
-	for _, r := range runs {
-		evs, err := s.HistoryRead(ctx, r.ID, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, e := range evs {
-			if e.Seq != int64(i+1) {
-				t.Fatalf("run %s: event %d has seq %d", r.ID, i, e.Seq)
-			}
-		}
-	}
+	assertContiguous(t, s, runs)
 }
