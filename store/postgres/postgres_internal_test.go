@@ -583,19 +583,12 @@ func TestConcurrentBatchesDoNotDeadlock(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			for i := range 25 {
-				order := slices.Clone(runs)
-				rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-				ms := make([]store.Mutation, 12)
-				for j := range ms {
-					ms[j] = stepMutation(order[j], fmt.Sprintf("g%d-%d-%d", g, i, j))
-					if j == 0 {
-						// The batch also registers a wait, so it takes an event name's advisory
-						// lock as a suspension does. The run stays running, and nothing is
-						// published after LookbackFrom, so the wait is only registered.
-						ms[j].Wait = &store.Wait{Name: fmt.Sprintf("w%d-%d", g, i), Event: fmt.Sprintf("ev%d", rng.IntN(3)),
-							LookbackFrom: t0.Add(time.Hour)}
-					}
-				}
+				ms := shuffledSteps(rng, runs, 12, fmt.Sprintf("g%d-%d", g, i))
+				// The batch also registers a wait, so it takes an event name's advisory lock as a
+				// suspension does. The run stays running, and nothing is published after
+				// LookbackFrom, so the wait is only registered.
+				ms[0].Wait = &store.Wait{Name: fmt.Sprintf("w%d-%d", g, i), Event: fmt.Sprintf("ev%d", rng.IntN(3)),
+					LookbackFrom: t0.Add(time.Hour)}
 				if _, err := s.RunApply(ctx, ms); err != nil {
 					t.Errorf("RunApply: %v", err)
 					return
@@ -614,6 +607,18 @@ func TestConcurrentBatchesDoNotDeadlock(t *testing.T) {
 	})
 	wg.Wait()
 	assertContiguous(t, s, runs)
+}
+
+// shuffledSteps is a batch of n completed steps over runs taken in a random order, each step
+// named prefix-j.
+func shuffledSteps(rng *rand.Rand, runs []store.Run, n int, prefix string) []store.Mutation {
+	order := slices.Clone(runs)
+	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	ms := make([]store.Mutation, n)
+	for j := range ms {
+		ms[j] = stepMutation(order[j], fmt.Sprintf("%s-%d", prefix, j))
+	}
+	return ms
 }
 
 // heartbeatDescending extends the runs' leases n times, naming them in descending id order: the
@@ -841,12 +846,7 @@ func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 2))
 			for i := range 40 {
-				order := slices.Clone(runs)
-				rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-				ms := make([]store.Mutation, 16)
-				for j := range ms {
-					ms[j] = stepMutation(order[j], fmt.Sprintf("g%d-%d-%d", g, i, j))
-				}
+				ms := shuffledSteps(rng, runs, 16, fmt.Sprintf("g%d-%d", g, i))
 				if !stepsOnly(ms) {
 					t.Error("the batch is not steps only")
 					return
