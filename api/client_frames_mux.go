@@ -41,6 +41,8 @@ type muxConn struct {
 	pending []byte
 	spare   []byte
 	writing bool
+	// writeUntil is the connection's write deadline, set by the goroutine writing.
+	writeUntil time.Time
 
 	mu       sync.Mutex
 	calls    map[uint32]*muxCall
@@ -135,7 +137,11 @@ func (mc *muxConn) write(head, body []byte) {
 		batch := mc.pending
 		mc.pending = mc.spare[:0]
 		mc.wmu.Unlock()
-		_ = mc.wc.SetWriteDeadline(time.Now().Add(muxWriteTimeout))
+		// Set again only when it drew near: each set is a timer reset in the runtime's poller.
+		if now := time.Now(); mc.writeUntil.Sub(now) < muxWriteTimeout/2 {
+			mc.writeUntil = now.Add(muxWriteTimeout)
+			_ = mc.wc.SetWriteDeadline(mc.writeUntil)
+		}
 		_, err := mc.wc.Write(batch)
 		mc.wmu.Lock()
 		if cap(batch) <= 4*maxKeptAnswer {

@@ -64,12 +64,31 @@ type muxOut struct {
 // in flight are answered before it returns (and the caller closes the connection).
 func (fc *frameConn) serveMux() {
 	s := fc.s
+	// The calls are served by goroutines kept for the connection's life, not one started per
+	// call: a handler's path (the record, the engine, the wire walk) grows a new goroutine's
+	// stack several times, and those copies were a tenth of the engine's CPU when each call had
+	// its own goroutine. A call goes to an idle server goroutine if there is one, else to a new
+	// one while fewer than muxInFlight serve, else the loop waits for one to be free.
 	var (
 		out      muxOut
 		inflight sync.WaitGroup
-		sem      = make(chan struct{}, muxInFlight)
+		calls    = make(chan muxCallIn)
+		servers  = 0
 	)
-	defer inflight.Wait()
+	defer func() {
+		close(calls)
+		inflight.Wait()
+	}()
+	serve := func(c muxCallIn) {
+		defer inflight.Done()
+		for {
+			fc.serveMuxCall(&out, c.route, c.id, c.body)
+			var ok bool
+			if c, ok = <-calls; !ok {
+				return
+			}
+		}
+	}
 	for {
 		if now := time.Now(); now.Sub(fc.idleSet) > idleSlack {
 			_ = fc.conn.SetReadDeadline(now.Add(serverIdleTimeout))
@@ -103,13 +122,26 @@ func (fc *frameConn) serveMux() {
 			fc.muxAnswer(&out, id, fc.r, jobs.Errorf(jobs.CodeBadRequest, "frame names route %d, which this engine does not serve framed", route), nil)
 			continue
 		}
-		sem <- struct{}{}
-		inflight.Add(1)
-		go func() {
-			defer func() { <-sem; inflight.Done() }()
-			fc.serveMuxCall(&out, route, id, body)
-		}()
+		c := muxCallIn{route: route, id: id, body: body}
+		select {
+		case calls <- c:
+		default:
+			if servers < muxInFlight {
+				servers++
+				inflight.Add(1)
+				go serve(c)
+			} else {
+				calls <- c
+			}
+		}
 	}
+}
+
+// muxCallIn is a call read from a multiplexed connection, for one of its server goroutines.
+type muxCallIn struct {
+	route byte
+	id    uint32
+	body  *[]byte
 }
 
 // serveMuxCall runs one call's handler and queues its answer.
