@@ -80,8 +80,23 @@ func (p *framePool) roundTrip(ctx context.Context, route byte, body []byte, read
 	if p.off.Load() {
 		return errNoFrames
 	}
-	if err := p.muxRoundTrip(ctx, route, body, read); !errors.Is(err, errMuxOff) {
+	err := p.muxRoundTrip(ctx, route, body, read)
+	var lost errMuxLost
+	if errors.As(err, &lost) && route != frameRoute("/v1/worker/record") && ctx.Err() == nil {
+		// The connection failed under the call: most often the engine closed it (a drain, a
+		// restart) as the call was sent. A poll, a heartbeat or a history read may be asked
+		// again, once, on a new connection (which a draining engine refuses to upgrade, so it
+		// goes plain and gets the engine's answer); a record is not sent twice by the client,
+		// as in version 1: its answer lost is X_COMMIT_UNKNOWN, which the worker settles.
+		err = p.muxRoundTrip(ctx, route, body, read)
+	}
+	if !errors.Is(err, errMuxOff) {
 		return err
+	}
+	if route == routePoll {
+		// A long-poll would hold a connection of version 1 and not end when its caller
+		// leaves: it goes plain.
+		return errNoFrames
 	}
 	for attempt := 0; ; attempt++ {
 		err := p.roundTripOnce(ctx, route, body, read)

@@ -24,6 +24,12 @@ import (
 // errMuxOff says the engine does not serve version 2: the call goes by version 1.
 var errMuxOff = errors.New("api: the engine does not serve multiplexed frames")
 
+// errMuxLost is a call whose connection failed before its answer came.
+type errMuxLost struct{ err error }
+
+func (e errMuxLost) Error() string { return e.err.Error() }
+func (e errMuxLost) Unwrap() error { return e.err }
+
 // muxClient is the client's multiplexed connection, or the lack of one.
 type muxClient struct {
 	mu   sync.Mutex
@@ -72,6 +78,9 @@ func (p *framePool) muxRoundTrip(ctx context.Context, route byte, body []byte, r
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	call := muxCalls.Get().(*muxCall)
 	mc.mu.Lock()
 	if mc.err != nil {
@@ -101,7 +110,15 @@ func (p *framePool) muxRoundTrip(ctx context.Context, route byte, body []byte, r
 		mc.mu.Unlock()
 		if waiting {
 			// Its answer, if it comes, is dropped by the reader; the call is not reused, as
-			// nothing will be sent on its channel.
+			// nothing will be sent on its channel. A poll is ended on the engine too, as a
+			// plain one is by its connection's close: runs it claims after this are handed
+			// back rather than left to their lease.
+			if route == routePoll {
+				var cancel [muxCallHeader]byte
+				cancel[4] = muxCancel
+				binary.BigEndian.PutUint32(cancel[5:], id)
+				mc.write(cancel[:], nil)
+			}
 			return ctx.Err()
 		}
 		// The answer (or the connection's failure) came as the context ended.
@@ -114,7 +131,7 @@ func (p *framePool) muxRoundTrip(ctx context.Context, route byte, body []byte, r
 		mc.mu.Lock()
 		err := mc.err
 		mc.mu.Unlock()
-		return err
+		return errMuxLost{err}
 	}
 	read(status, *b)
 	if cap(*b) <= maxKeptAnswer {

@@ -50,7 +50,12 @@ const framesPath = "/v1/worker/frames"
 
 // frameRoutes are the routes a frame may name, by their number on the wire. The numbers are
 // the protocol: never reuse one.
-var frameRoutes = [...]string{1: "/v1/worker/record", 2: "/v1/worker/heartbeat", 3: "/v1/worker/history"}
+var frameRoutes = [...]string{1: "/v1/worker/record", 2: "/v1/worker/heartbeat", 3: "/v1/worker/history", routePoll: "/v1/worker/poll"}
+
+// routePoll is the poll's route number: served on multiplexed connections only (frames_mux.go),
+// where a long-poll does not hold up the connection's other calls and ends when its caller
+// leaves.
+const routePoll = 4
 
 // frameRoute is the number of a route that may be framed, or 0.
 func frameRoute(path string) byte {
@@ -91,6 +96,10 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 			routes[i] = s.heartbeat
 		case "/v1/worker/history":
 			routes[i] = s.workerHistory
+		case "/v1/worker/poll":
+			if proto == FramesProtocolMux {
+				routes[i] = s.poll
+			}
 		}
 		if routes[i] != nil {
 			// The request each of the route's calls is served as: the upgrade's context and

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net/http"
@@ -29,14 +30,23 @@ import (
 //	call:   u32 body length, u8 route (frameRoutes), u32 call id, body
 //	answer: u32 body length, u16 HTTP status, u32 call id, body
 //
-// The ids are the client's: the engine only echoes them. Each call is served on its own
-// goroutine, by the route's handler, with the same checks and refusals as version 1 and as a
-// plain request; at most muxInFlight calls of one connection are served at once, after which
-// the engine stops reading the connection until one is answered. A frame over the body limit is
-// answered 413 and ends the connection once the calls in flight are answered, as does a drain or
-// the idle timeout; an unknown route is answered 400 and the connection goes on. A client that
-// asks for jobs-frames/2 from an engine that serves only version 1 gets 400 to its upgrade and
-// asks again for version 1 (client_frames_mux.go).
+// The ids are the client's: the engine only echoes them. Each call is served by the route's
+// handler, with the same checks and refusals as version 1 and as a plain request, on one of the
+// connection's server goroutines; at most muxInFlight calls of one connection are served at
+// once, after which the engine stops reading the connection until one is answered. A frame over
+// the body limit is answered 413 and ends the connection once the calls in flight are answered,
+// as does a drain or the idle timeout; an unknown route is answered 400 and the connection goes
+// on.
+//
+// Polls are framed here too (routePoll, refused on version 1): a long-poll holds only its own
+// goroutine, not the connection. A plain poll ends when its client leaves, which net/http sees
+// as the connection closing; a framed one ends when its connection ends (the read loop sees the
+// client leave) or when the client sends a cancel frame (muxCancel) for its id, which the client
+// does when its caller stops waiting. Runs claimed after that are handed back, as for a plain
+// poll.
+//
+// A client that asks for jobs-frames/2 from an engine that serves only version 1 gets 400 to
+// its upgrade and asks again for version 1, where its polls go plain (client_frames_mux.go).
 
 // FramesProtocolMux is the Upgrade token of the multiplexed framed calls.
 const FramesProtocolMux = "jobs-frames/2"
@@ -69,6 +79,11 @@ func (fc *frameConn) serveMux() {
 	// stack several times, and those copies were a tenth of the engine's CPU when each call had
 	// its own goroutine. A call goes to an idle server goroutine if there is one, else to a new
 	// one while fewer than muxInFlight serve, else the loop waits for one to be free.
+	// The polls in flight, by call id: a cancel frame or the end of the connection ends them,
+	// as a plain poll ends when its client leaves.
+	connCtx, leave := context.WithCancel(fc.r.Context())
+	defer leave()
+	polls := &muxPolls{byID: map[uint32]*muxPoll{}}
 	var (
 		out      muxOut
 		inflight sync.WaitGroup
@@ -77,12 +92,15 @@ func (fc *frameConn) serveMux() {
 	)
 	defer func() {
 		close(calls)
+		// The client left or the connection ends: the polls waiting answer now (empty), the
+		// other calls as they finish.
+		leave()
 		inflight.Wait()
 	}()
 	serve := func(c muxCallIn) {
 		defer inflight.Done()
 		for {
-			fc.serveMuxCall(&out, c.route, c.id, c.body)
+			fc.serveMuxCall(&out, c)
 			var ok bool
 			if c, ok = <-calls; !ok {
 				return
@@ -117,12 +135,22 @@ func (fc *frameConn) serveMux() {
 			putMuxBody(body)
 			return
 		}
+		if route == muxCancel {
+			// A caller stopped waiting for call id: its poll, if one is waiting, ends now.
+			putMuxBody(body)
+			polls.cancel(id)
+			continue
+		}
 		if int(route) >= len(fc.routes) || fc.routes[route] == nil {
 			putMuxBody(body)
 			fc.muxAnswer(&out, id, fc.r, jobs.Errorf(jobs.CodeBadRequest, "frame names route %d, which this engine does not serve framed", route), nil)
 			continue
 		}
 		c := muxCallIn{route: route, id: id, body: body}
+		if route == routePoll {
+			c.ctx, c.poll = polls.add(connCtx, id)
+			c.polls = polls
+		}
 		select {
 		case calls <- c:
 		default:
@@ -142,14 +170,72 @@ type muxCallIn struct {
 	route byte
 	id    uint32
 	body  *[]byte
+	// A poll's own context (ended by its cancel frame or the connection's end) and the table
+	// it is removed from once answered; other calls are served under the upgrade's context,
+	// as in version 1: a record's commit is not cut short by its caller leaving.
+	ctx   context.Context
+	poll  *muxPoll
+	polls *muxPolls
+}
+
+// muxCancel is the route number of a cancel frame (version 2 only): no body, the id of a call
+// whose caller stopped waiting, no answer. Only a poll is ended by it; for any other call, or
+// one already answered, it does nothing.
+const muxCancel = 255
+
+// muxPolls are a connection's polls in flight.
+type muxPolls struct {
+	mu   sync.Mutex
+	byID map[uint32]*muxPoll
+}
+
+type muxPoll struct{ cancel context.CancelFunc }
+
+func (p *muxPolls) add(parent context.Context, id uint32) (context.Context, *muxPoll) {
+	ctx, cancel := context.WithCancel(parent)
+	mp := &muxPoll{cancel: cancel}
+	p.mu.Lock()
+	if old := p.byID[id]; old != nil {
+		// A client reusing an id still in flight: the older poll ends rather than stays
+		// beyond reach of a cancel frame.
+		old.cancel()
+	}
+	p.byID[id] = mp
+	p.mu.Unlock()
+	return ctx, mp
+}
+
+func (p *muxPolls) cancel(id uint32) {
+	p.mu.Lock()
+	mp := p.byID[id]
+	p.mu.Unlock()
+	if mp != nil {
+		mp.cancel()
+	}
+}
+
+// done removes an answered poll (unless a later call took its id) and frees its context.
+func (p *muxPolls) done(id uint32, mp *muxPoll) {
+	p.mu.Lock()
+	if p.byID[id] == mp {
+		delete(p.byID, id)
+	}
+	p.mu.Unlock()
+	mp.cancel()
 }
 
 // serveMuxCall runs one call's handler and queues its answer.
-func (fc *frameConn) serveMuxCall(out *muxOut, route byte, id uint32, body *[]byte) {
+func (fc *frameConn) serveMuxCall(out *muxOut, c muxCallIn) {
+	route, id, body := c.route, c.id, c.body
 	// The route's handler sees the request it would have seen on its own: the upgrade's context
-	// and headers, its own path and this frame's body. A shallow copy per call: calls run at once.
+	// and headers (a poll: its own context), its own path and this frame's body. A shallow copy
+	// per call: calls run at once.
 	r := new(http.Request)
 	*r = *fc.reqs[route]
+	if c.ctx != nil {
+		r = r.WithContext(c.ctx)
+		defer c.polls.done(id, c.poll)
+	}
 	fb := frameBody{b: *body}
 	r.Body = &fb
 	r.ContentLength = int64(len(*body))

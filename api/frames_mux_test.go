@@ -19,6 +19,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/store/memory"
@@ -322,4 +323,133 @@ func TestMuxCredentials(t *testing.T) {
 			t.Errorf("upgrade with token %q: %v, %v; want %d", v.token, res, err, v.want)
 		}
 	}
+}
+
+// Polls go on the multiplexed connection, beside the other calls; on an engine of version 1
+// they stay plain requests (a long-poll would hold a connection of version 1).
+func TestMuxPolls(t *testing.T) {
+	t.Parallel()
+	for _, v1Only := range []bool{false, true} {
+		env, uc, c, _ := muxServer(t, api.Config{}, v1Only)
+		testenv.Declare(t, env.Engine, "w", testenv.Untyped("j", "q"))
+		res, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: "j", Key: "k", NoTenant: true, Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := c.Poll(t.Context(), frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 5, Wait: time.Second})
+		if err != nil || len(tasks) != 1 || tasks[0].RunID != res.RunID {
+			t.Fatalf("version 1 only %v: poll = %+v, %v; want the run", v1Only, tasks, err)
+		}
+		// A poll with nothing to claim waits its wait, and a heartbeat beside it is not held up.
+		polled := make(chan error, 1)
+		go func() {
+			_, err := c.Poll(t.Context(), frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 5, Wait: 500 * time.Millisecond})
+			polled <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		began := time.Now()
+		if _, err := c.Heartbeat(t.Context(), emptyBeat); err != nil || time.Since(began) > 300*time.Millisecond {
+			t.Errorf("a heartbeat beside a poll: %v after %s", err, time.Since(began))
+		}
+		if err := <-polled; err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if v1Only {
+			want = 2
+		}
+		if n := uc.count("/v1/worker/poll"); n != want {
+			t.Errorf("version 1 only %v: %d plain polls, want %d", v1Only, n, want)
+		}
+	}
+}
+
+// A poll on a version 1 connection is refused: polls are framed on version 2 only.
+func TestMuxPollNotOnVersion1(t *testing.T) {
+	t.Parallel()
+	_, _, _, url := muxServer(t, api.Config{}, false)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "POST /v1/worker/frames HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/msgpack\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", api.FramesProtocol)
+	if res, err := http.ReadResponse(br, nil); err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v, %v", res, err)
+	}
+	body, _ := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1})
+	head := make([]byte, 5)
+	binary.BigEndian.PutUint32(head, uint32(len(body)))
+	head[4] = 4
+	if _, err := conn.Write(append(head, body...)); err != nil {
+		t.Fatal(err)
+	}
+	ah := make([]byte, 6)
+	if _, err := io.ReadFull(br, ah); err != nil {
+		t.Fatal(err)
+	}
+	if status := binary.BigEndian.Uint16(ah[4:]); status != http.StatusBadRequest {
+		t.Errorf("a poll framed on version 1: status %d, want 400", status)
+	}
+}
+
+// A framed poll ends when its caller sends the cancel frame, or when its connection closes: it
+// answers at once, and a run enqueued after that is not claimed for the caller that left.
+func TestMuxPollEndsWhenItsCallerLeaves(t *testing.T) {
+	t.Parallel()
+	env, _, c, url := muxServer(t, api.Config{MaxPollWait: 10 * time.Second}, false)
+	testenv.Declare(t, env.Engine, "w", testenv.Untyped("j", "q"))
+	ready := func(key string) {
+		t.Helper()
+		res, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: "j", Key: key, NoTenant: true, Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		run, err := env.Engine.GetRun(t.Context(), res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.State != store.StateReady {
+			t.Errorf("run %s enqueued after its poller left: %s (fence %d); want it ready for another worker", key, run.State, run.Fence)
+		}
+	}
+
+	// The client sends the cancel frame when its caller gives up.
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1, Wait: 10 * time.Second}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a poll whose caller gave up: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	ready("a")
+	poll, _ := msgpack.Marshal(frontend.PollRequest{WorkerID: "w", Queues: []string{"q"}, Max: 1, Wait: 10 * time.Second})
+	bad, _ := msgpack.Marshal(map[string]any{"worker_id": "", "queues": []string{"q"}})
+
+	m := dialMux(t, url)
+	m.send(4, 1, []byte{0xc1}, 1)
+	if status, id, e := m.read(); status != http.StatusBadRequest || id != 1 || e.Code != jobs.CodeBadRequest {
+		t.Errorf("a poll of malformed msgpack: %d id %d %+v; want 400 X_BAD_REQUEST", status, id, e)
+	}
+	m.send(4, 2, bad, len(bad))
+	if status, id, e := m.read(); status != http.StatusBadRequest || id != 2 || e.Code != jobs.CodeBadRequest {
+		t.Errorf("a poll naming no worker: %d id %d %+v; want 400 X_BAD_REQUEST", status, id, e)
+	}
+	m.send(4, 3, poll, len(poll))
+	time.Sleep(50 * time.Millisecond)
+	m.send(255, 99, nil, 0) // a cancel of no call: nothing
+	began := time.Now()
+	m.send(255, 3, nil, 0)
+	if status, id, _ := m.read(); status != http.StatusOK || id != 3 || time.Since(began) > 5*time.Second {
+		t.Errorf("a cancelled poll: %d id %d after %s; want its answer at once", status, id, time.Since(began))
+	}
+
+	m2 := dialMux(t, url)
+	m2.send(4, 1, poll, len(poll))
+	time.Sleep(50 * time.Millisecond)
+	m2.conn.Close()
+	time.Sleep(100 * time.Millisecond)
+	ready("b")
 }
