@@ -107,9 +107,12 @@ func (fc *frameConn) serveMux() {
 			}
 		}
 	}
+	// A connection whose only call is a long-poll sends nothing while it waits: it is not idle
+	// until the longest poll could have ended.
+	idle := max(serverIdleTimeout, s.cfg.MaxPollWait+serverIdleTimeout/2)
 	for {
 		if now := time.Now(); now.Sub(fc.idleSet) > idleSlack {
-			_ = fc.conn.SetReadDeadline(now.Add(serverIdleTimeout))
+			_ = fc.conn.SetReadDeadline(now.Add(idle))
 			fc.idleSet = now
 		}
 		if s.drainCtx.Err() != nil {
