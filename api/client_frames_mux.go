@@ -34,6 +34,8 @@ func (e errMuxLost) Unwrap() error { return e.err }
 type muxClient struct {
 	mu   sync.Mutex
 	conn *muxConn
+	// dialing is closed when the dial under way ends; nil when none is.
+	dialing chan struct{}
 	// off is set once an engine answered the upgrade to version 2 with anything but a switch or
 	// a refusal that may pass: the calls go by version 1 (or plain) from then on.
 	off bool
@@ -234,24 +236,54 @@ func (mc *muxConn) readLoop() {
 }
 
 // muxConnect returns the multiplexed connection, dialling and upgrading one when there is none
-// (or the last failed, or was idle long enough that the engine may be closing it).
+// (or the last failed, or was idle long enough that the engine may be closing it). One caller
+// dials at a time; the others wait for it, each no longer than its own context allows.
 func (p *framePool) muxConnect(ctx context.Context) (*muxConn, error) {
 	m := &p.mux
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.off {
-		return nil, errMuxOff
-	}
-	if mc := m.conn; mc != nil {
-		mc.mu.Lock()
-		ok := mc.err == nil && (len(mc.calls) > 0 || time.Since(mc.lastUsed) < idleFor)
-		mc.mu.Unlock()
-		if ok {
-			return mc, nil
+	for {
+		m.mu.Lock()
+		if m.off {
+			m.mu.Unlock()
+			return nil, errMuxOff
 		}
-		mc.fail(errIdleClosed)
-		m.conn = nil
+		if mc := m.conn; mc != nil {
+			mc.mu.Lock()
+			ok := mc.err == nil && (len(mc.calls) > 0 || time.Since(mc.lastUsed) < idleFor)
+			mc.mu.Unlock()
+			if ok {
+				m.mu.Unlock()
+				return mc, nil
+			}
+			mc.fail(errIdleClosed)
+			m.conn = nil
+		}
+		if wait := m.dialing; wait != nil {
+			m.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		m.dialing = make(chan struct{})
+		m.mu.Unlock()
+		mc, err := p.muxDial(ctx)
+		m.mu.Lock()
+		m.conn = mc
+		close(m.dialing)
+		m.dialing = nil
+		m.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		go mc.readLoop()
+		return mc, nil
 	}
+}
+
+// muxDial dials and upgrades a connection to version 2.
+func (p *framePool) muxDial(ctx context.Context) (*muxConn, error) {
 	c, err := p.conns.dialer.DialContext(ctx, "tcp", p.conns.addr)
 	if err != nil {
 		return nil, err
@@ -269,19 +301,20 @@ func (p *framePool) muxConnect(ctx context.Context) (*muxConn, error) {
 		switch {
 		case errors.Is(err, errVersionOff):
 			// Version 1 may be served: the pool of version 1 asks.
-			m.off = true
+			p.mux.mu.Lock()
+			p.mux.off = true
+			p.mux.mu.Unlock()
 			return nil, errMuxOff
 		case errors.Is(err, errFramesOff):
 			// No frames at all: neither version is asked for again.
-			m.off = true
+			p.mux.mu.Lock()
+			p.mux.off = true
+			p.mux.mu.Unlock()
 			p.off.Store(true)
 		}
 		return nil, errNoFrames
 	}
-	mc := &muxConn{wc: wc, calls: map[uint32]*muxCall{}, lastUsed: time.Now()}
-	m.conn = mc
-	go mc.readLoop()
-	return mc, nil
+	return &muxConn{wc: wc, calls: map[uint32]*muxCall{}, lastUsed: time.Now()}, nil
 }
 
 // close closes the multiplexed connection; calls waiting on it fail.

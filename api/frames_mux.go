@@ -74,16 +74,16 @@ type muxOut struct {
 // in flight are answered before it returns (and the caller closes the connection).
 func (fc *frameConn) serveMux() {
 	s := fc.s
-	// The calls are served by goroutines kept for the connection's life, not one started per
-	// call: a handler's path (the record, the engine, the wire walk) grows a new goroutine's
-	// stack several times, and those copies were a tenth of the engine's CPU when each call had
-	// its own goroutine. A call goes to an idle server goroutine if there is one, else to a new
-	// one while fewer than muxInFlight serve, else the loop waits for one to be free.
 	// The polls in flight, by call id: a cancel frame or the end of the connection ends them,
 	// as a plain poll ends when its client leaves.
 	connCtx, leave := context.WithCancel(fc.r.Context())
 	defer leave()
 	polls := &muxPolls{byID: map[uint32]*muxPoll{}}
+	// The calls are served by goroutines kept for the connection's life, not one started per
+	// call: a handler's path (the record, the engine, the wire walk) grows a new goroutine's
+	// stack several times, and those copies were a tenth of the engine's CPU when each call had
+	// its own goroutine. A call goes to an idle server goroutine if there is one, else to a new
+	// one while fewer than muxInFlight serve, else the loop waits for one to be free.
 	var (
 		out      muxOut
 		inflight sync.WaitGroup

@@ -453,3 +453,46 @@ func TestMuxPollEndsWhenItsCallerLeaves(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	ready("b")
 }
+
+// While one call dials and upgrades the connection, the others wait for it no longer than their
+// own contexts allow: an engine that accepts and never answers holds only the caller dialling.
+func TestMuxDialWaitIsBounded(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, conn) }()
+		}
+	}()
+	c, err := api.NewClient("http://"+ln.Addr().String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		_, _ = c.Heartbeat(ctx, emptyBeat)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Heartbeat(ctx, emptyBeat); err == nil {
+		t.Error("a heartbeat to an engine that never answers was answered")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("a call waited %s behind another's dial; want no longer than its own 200ms deadline", took)
+	}
+	<-first
+}
