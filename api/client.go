@@ -120,6 +120,7 @@ func (c *Client) Close() {
 	}
 	if c.frames != nil {
 		c.frames.conns.close()
+		c.frames.mux.close()
 	}
 }
 

@@ -26,6 +26,9 @@ var errNoFrames = errors.New("api: the engine does not serve framed calls")
 type framePool struct {
 	conns *connPool // dials, keeps and peeks at the connections
 	token string
+	// mux is the connection of version 2 (client_frames_mux.go), tried first; the pool above
+	// serves version 1 when the engine does not serve version 2.
+	mux muxClient
 	// off is set once the upgrade was answered with anything but a switch or a refusal that
 	// may pass (upgrade): an engine from before the route, whose calls all go plain from then on.
 	off atomic.Bool
@@ -77,6 +80,24 @@ func (p *framePool) roundTrip(ctx context.Context, route byte, body []byte, read
 	if p.off.Load() {
 		return errNoFrames
 	}
+	err := p.muxRoundTrip(ctx, route, body, read)
+	var lost errMuxLost
+	if errors.As(err, &lost) && route != frameRoute("/v1/worker/record") && ctx.Err() == nil {
+		// The connection failed under the call: most often the engine closed it (a drain, a
+		// restart) as the call was sent. A poll, a heartbeat or a history read may be asked
+		// again, once, on a new connection (which a draining engine refuses to upgrade, so it
+		// goes plain and gets the engine's answer); a record is not sent twice by the client,
+		// as in version 1: its answer lost is X_COMMIT_UNKNOWN, which the worker settles.
+		err = p.muxRoundTrip(ctx, route, body, read)
+	}
+	if !errors.Is(err, errMuxOff) {
+		return err
+	}
+	if route == routePoll {
+		// A long-poll would hold a connection of version 1 and not end when its caller
+		// leaves: it goes plain.
+		return errNoFrames
+	}
 	for attempt := 0; ; attempt++ {
 		err := p.roundTripOnce(ctx, route, body, read)
 		if errors.Is(err, errIdleClosed) && attempt == 0 {
@@ -93,9 +114,12 @@ func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte, 
 	}
 	stop := wc.bind(ctx)
 	if !reused {
-		if err = p.upgrade(wc); err != nil {
+		if err = p.upgrade(wc, FramesProtocol); err != nil {
 			stop()
 			wc.Close()
+			if errors.Is(err, errFramesOff) || errors.Is(err, errVersionOff) {
+				p.off.Store(true)
+			}
 			if errors.Is(err, errNoFrames) || ctx.Err() == nil {
 				// Not upgraded, nothing of the call sent: it goes plain. A connection that
 				// could not be dialled or upgraded because of the engine's state says so again
@@ -114,14 +138,22 @@ func (p *framePool) roundTripOnce(ctx context.Context, route byte, body []byte, 
 	return nil
 }
 
-// upgrade asks for FramesProtocol on a new connection: nil once switched, errNoFrames when the
-// engine answered anything else.
-func (p *framePool) upgrade(wc *wireConn) error {
+// errFramesOff is an upgrade the engine does not serve at all (errNoFrames too): the calls
+// that would use it go another way from then on.
+var errFramesOff = fmt.Errorf("%w: the upgrade is not served", errNoFrames)
+
+// errVersionOff is an upgrade answered 400: the engine serves the route but not this version.
+var errVersionOff = fmt.Errorf("%w: this version of the frames is not served", errNoFrames)
+
+// upgrade asks for proto on a new connection: nil once switched, errNoFrames when the engine
+// answered a refusal of this caller or of this moment, errFramesOff when it answered anything
+// else (an engine from before the route or the version).
+func (p *framePool) upgrade(wc *wireConn, proto string) error {
 	bw := wc.bw
 	bw.WriteString("POST " + framesPath + " HTTP/1.1\r\nHost: ")
 	bw.WriteString(p.conns.host)
 	bw.WriteString("\r\nContent-Length: 0\r\nContent-Type: " + ContentMsgpack + "\r\nAccept: " + ContentMsgpack +
-		"\r\nConnection: Upgrade\r\nUpgrade: " + FramesProtocol + "\r\n")
+		"\r\nConnection: Upgrade\r\nUpgrade: " + proto + "\r\n")
 	if p.token != "" {
 		bw.WriteString("Authorization: Bearer ")
 		bw.WriteString(p.token)
@@ -135,7 +167,7 @@ func (p *framePool) upgrade(wc *wireConn) error {
 	if err != nil {
 		return err
 	}
-	if res.StatusCode == http.StatusSwitchingProtocols && res.Header.Get("Upgrade") == FramesProtocol {
+	if res.StatusCode == http.StatusSwitchingProtocols && res.Header.Get("Upgrade") == proto {
 		return nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
@@ -144,10 +176,13 @@ func (p *framePool) upgrade(wc *wireConn) error {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// The engine's refusal of this caller or of this moment (a draining engine): the plain
 		// request gets the same, and a later upgrade may be served.
+	case http.StatusBadRequest:
+		// An engine from before this version (jobs-frames/2 on an engine of version 1 only).
+		return errVersionOff
 	default:
 		// An engine from before the route (404), or something between that does not pass the
-		// upgrade on: every call goes plain from now on.
-		p.off.Store(true)
+		// upgrade on.
+		return errFramesOff
 	}
 	return errNoFrames
 }

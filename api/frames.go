@@ -50,7 +50,12 @@ const framesPath = "/v1/worker/frames"
 
 // frameRoutes are the routes a frame may name, by their number on the wire. The numbers are
 // the protocol: never reuse one.
-var frameRoutes = [...]string{1: "/v1/worker/record", 2: "/v1/worker/heartbeat", 3: "/v1/worker/history"}
+var frameRoutes = [...]string{1: "/v1/worker/record", 2: "/v1/worker/heartbeat", 3: "/v1/worker/history", routePoll: "/v1/worker/poll"}
+
+// routePoll is the poll's route number: served on multiplexed connections only (frames_mux.go),
+// where a long-poll does not hold up the connection's other calls and ends when its caller
+// leaves.
+const routePoll = 4
 
 // frameRoute is the number of a route that may be framed, or 0.
 func frameRoute(path string) byte {
@@ -70,8 +75,9 @@ const (
 // frames upgrades the connection and serves its framed calls until the client closes it, it
 // stays idle past the server's idle timeout, or the server drains.
 func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
-	if r.Header.Get("Upgrade") != FramesProtocol {
-		return jobs.Errorf(jobs.CodeBadRequest, "%s upgrades a connection: want Upgrade: %s", framesPath, FramesProtocol)
+	proto := r.Header.Get("Upgrade")
+	if proto != FramesProtocol && proto != FramesProtocolMux {
+		return jobs.Errorf(jobs.CodeBadRequest, "%s upgrades a connection: want Upgrade: %s or %s", framesPath, FramesProtocolMux, FramesProtocol)
 	}
 	if r.ContentLength != 0 {
 		// Its bytes would be read as the first frame.
@@ -90,6 +96,10 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 			routes[i] = s.heartbeat
 		case "/v1/worker/history":
 			routes[i] = s.workerHistory
+		case "/v1/worker/poll":
+			if proto == FramesProtocolMux {
+				routes[i] = s.poll
+			}
 		}
 		if routes[i] != nil {
 			// The request each of the route's calls is served as: the upgrade's context and
@@ -110,7 +120,7 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 	defer conn.Close()
 	// net/http's read and write deadlines were the upgrade request's.
 	_ = conn.SetDeadline(time.Time{})
-	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + FramesProtocol + "\r\n\r\n")
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + proto + "\r\n\r\n")
 	if brw.Flush() != nil {
 		return nil
 	}
@@ -120,6 +130,10 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) error {
 	stop := context.AfterFunc(s.drainCtx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	fc := &frameConn{s: s, r: r, br: brw.Reader, bw: brw.Writer, conn: conn, routes: routes, reqs: reqs}
+	if proto == FramesProtocolMux {
+		fc.serveMux()
+		return nil
+	}
 	for !draining {
 		if !fc.serveOne() {
 			return nil
@@ -216,20 +230,20 @@ func (fc *frameConn) serveOne() (ok bool) {
 	r.Body = &fc.fb
 	r.ContentLength = int64(n)
 	fc.out.reset()
-	err := fc.call(route, r)
+	err := fc.callOn(route, &fc.out, r)
 	return fc.answer(r, err, &fc.out)
 }
 
-// call runs a route's handler, turning a panic into a logged X_INTERNAL as the recover
+// callOn runs a route's handler, turning a panic into a logged X_INTERNAL as the recover
 // middleware does for a plain request.
-func (fc *frameConn) call(route byte, r *http.Request) (err error) {
+func (fc *frameConn) callOn(route byte, w *frameWriter, r *http.Request) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			fc.s.log.Error("jobs.api.panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			err = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
 		}
 	}()
-	return fc.routes[route](&fc.out, r)
+	return fc.routes[route](w, r)
 }
 
 // answer writes a call's answer: the handler's, or err's refusal in msgpack.
