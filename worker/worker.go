@@ -73,6 +73,9 @@ type Config struct {
 	// slots waits for more to free before it claims, so that it makes fewer, larger claims
 	// (linger.go). An idle poller never waits. Defaults to 2ms; negative disables it.
 	ClaimLinger time.Duration
+	// NoClaimGather makes a busy poller claim with the slots free when it wakes, instead of first
+	// letting the other runs readied by the same answers free theirs (gather.go).
+	NoClaimGather bool
 	// ClaimBatch is how many free slots end a linger early. Defaults to a quarter of the
 	// queue's concurrency when that is at least 8 (a queue of 32 slots or more), else no linger;
 	// set explicitly, a poller lingers for any batch from 2.
@@ -327,22 +330,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			<-held
 			return
 		}
-		free := 1
-	more:
-		for free < concurrency {
-			select {
-			case held <- struct{}{}:
-			default:
-				break more
-			}
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				<-held
-				break more
-			}
-		}
+		free := gather(1, concurrency, slots, held, w.cfg.NoClaimGather)
 		free = linger(free, batch, wait, slots, held, w.pollCtx.Done())
 		// The process-wide budget (LimitConfig.Global): never claim beyond it.
 		got := w.lim.take(w.pollCtx, free)
