@@ -108,11 +108,11 @@ RETURNING id`,
 	// the row a concurrent create committed while our insert waited on it. One probe of
 	// runs_live_key a pair: the lateral subquery's LIMIT 1 (a pair has at most one live run,
 	// the index is unique) keeps it from being flattened into a join the planner may do another
-	// way. The join form, (job, key) IN (unnest …), was planned generically (a prepared
-	// statement) from statistics taken while the table was young as a scan of the whole live
-	// index hashed against the pairs, which reads every ready run of a backlog on every create:
-	// 240–310 µs a created job in the no-op benchmark, its largest statement (bench/ANALYSIS.md,
-	// "Postgres per statement").
+	// way. The join form, (job, key) IN (unnest …), planned from statistics taken when nearly
+	// every run had finished (few live rows), became a scan of the whole live index hashed
+	// against the pairs, which reads every ready run of a backlog on every create: 240–310 µs a
+	// created job in the no-op benchmark, its largest statement (bench/ANALYSIS.md, "Postgres
+	// per statement").
 	stmtRunsLive: `
 SELECT {RUN_R} FROM unnest($1::text[], $2::text[]) AS p(j, k)
 CROSS JOIN LATERAL (
