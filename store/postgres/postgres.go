@@ -21,7 +21,9 @@
 // pipeline with the statements that lock and read, COMMIT in the last with the writes, and each
 // pipeline is one round trip. Multi-row writes are one statement over arrays (unnest), so the
 // count of round trips of a call does not grow with the number of rows. RunApply, the group-commit
-// path, is two round trips for any batch: lock and read, then write and commit.
+// path, is two round trips for any batch: lock and read, then write and commit; a batch of steps
+// is one statement in one round trip, and work that is one pipeline has no BEGIN or COMMIT
+// statement at all (sendImplicit).
 //
 // # Locks
 //
