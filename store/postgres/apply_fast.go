@@ -36,8 +36,9 @@ func stepsOnly(ms []store.Mutation) bool {
 	return true
 }
 
-// applySteps is RunApply for a stepsOnly batch: one statement, one round trip with its BEGIN and
-// COMMIT. A refused mutation (its run cancelled, reclaimed or gone) is found by its absence from
+// applySteps is RunApply for a stepsOnly batch: one statement, one round trip, in the implicit
+// transaction of its pipeline (no BEGIN and COMMIT statements; sendImplicit says why that is the
+// same). A refused mutation (its run cancelled, reclaimed or gone) is found by its absence from
 // the statement's result and explained by a read after the commit; refusals are rare.
 func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
 	n := len(ms)
@@ -68,18 +69,14 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 			ev.add(ord, e)
 		}
 	}
-	t, err := s.begin(ctx, "run apply")
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
 	applied := make(map[string]*store.Run, n)
-	b := t.batch()
+	b := &pgx.Batch{}
 	b.Queue(s.q(stmtStepsApply), textArray(ids), fences, counts, textArray(states), byteaArray(results),
 		timeArray(nows), textArray(ev.runs), ev.seqs, textArray(ev.kinds), textArray(ev.names),
 		timeArray(ev.ats), byteaArray(ev.data), afters).
 		Query(func(rows pgx.Rows) error { return collectRuns(rows, applied, nil) })
-	if err := t.commit(ctx, b); err != nil {
+	// One statement: its implicit transaction (sendImplicit) is the whole batch's atomicity.
+	if err := s.sendImplicit(ctx, "run apply", b); err != nil {
 		return nil, err
 	}
 	// The events as stored reuse what the statement was sent: their data was copied once (add),

@@ -21,7 +21,9 @@
 // pipeline with the statements that lock and read, COMMIT in the last with the writes, and each
 // pipeline is one round trip. Multi-row writes are one statement over arrays (unnest), so the
 // count of round trips of a call does not grow with the number of rows. RunApply, the group-commit
-// path, is two round trips for any batch: lock and read, then write and commit.
+// path, is two round trips for any batch: lock and read, then write and commit; a batch of steps
+// is one statement in one round trip, and work that is one pipeline has no BEGIN or COMMIT
+// statement at all (sendImplicit).
 //
 // # Locks
 //
@@ -272,14 +274,32 @@ func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
 	b.Queue(t.s.q(stmtCommit))
 	err := t.conn.SendBatch(ctx, b).Close()
 	t.done = true
+	return commitErr(t.op, err)
+}
+
+// commitErr classifies the error of a pipeline that commits: X_COMMIT_UNKNOWN when the commit may
+// have reached the server and the answer was lost with the connection, X_STORE_UNAVAILABLE when
+// the server answered with an error or nothing was sent.
+func commitErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
-		return unavailable(t.op, err)
+		return unavailable(op, err)
 	}
-	return jobs.Wrap(jobs.CodeCommitUnknown, err, "postgres %s: the connection was lost with COMMIT in flight", t.op)
+	return jobs.Wrap(jobs.CodeCommitUnknown, err, "postgres %s: the connection was lost with COMMIT in flight", op)
+}
+
+// sendImplicit runs b as one pipeline without BEGIN or COMMIT of its own, for work whose
+// statements all travel in that one pipeline. pgx ends a pipeline with a single Sync, and
+// Postgres runs every statement before a Sync in one implicit transaction: it commits at the
+// Sync if all succeeded and rolls back entirely if one failed, exactly what BEGIN … COMMIT around
+// them did, and settings made with set_config(…, true) hold until then as under SET LOCAL. What
+// it saves is the server's work for the two statements: a bind, an execute and a portal each,
+// per batch. Errors are classified as commit's.
+func (s *Store) sendImplicit(ctx context.Context, op string, b *pgx.Batch) error {
+	return commitErr(op, s.pool.SendBatch(ctx, b).Close())
 }
 
 // release returns the connection to the pool, first rolling back a transaction left open (a

@@ -260,7 +260,8 @@ func TestRoundTrips(t *testing.T) {
 	}
 	i := 0
 	next := func() string { i++; return fmt.Sprintf("s%d", i) }
-	// Steps (and completions) take the one-statement path: BEGIN, the statement, COMMIT.
+	// Steps (and completions) take the one-statement path: the statement alone, in its
+	// pipeline's implicit transaction.
 	count("RunApply, 1 step", 1, func() { applyAll(t, s, steps(runs[:1], next())) })
 	count("RunApply, 32 steps", 1, func() { applyAll(t, s, steps(runs[:32], next())) })
 	count("RunApply, 64 steps", 1, func() { applyAll(t, s, steps(runs, next())) })
@@ -343,7 +344,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again")})
 	applyAll(t, s, []store.Mutation{stepMutation(runs[0], "warm again 2")})
 
-	// A step batch is one pipeline, carrying COMMIT.
+	// A step batch is one pipeline, whose Sync commits it.
 	w.cutAt.Store(1)
 	_, err = s.RunApply(ctx, []store.Mutation{stepMutation(runs[1], "in-flight")})
 	if jobs.CodeOf(err) != jobs.CodeCommitUnknown {
@@ -861,4 +862,91 @@ func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
 	wg.Go(func() { heartbeatDescending(t, s, runs, 80) })
 	wg.Wait()
 	assertContiguous(t, s, runs)
+}
+
+// statementTracer counts the statements the pool's connections execute, those of pipelines
+// included.
+type statementTracer struct{ n atomic.Int64 }
+
+func (c *statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (c *statementTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.n.Add(1)
+}
+func (c *statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// TestOneStatementCallsSendNoTransactionStatements pins the statements of the hot one-statement
+// calls: a batch of steps is its statement alone and the fair claim its settings and itself, in
+// their pipeline's implicit transaction, without BEGIN and COMMIT (which cost the server a
+// statement each per call for nothing). It also checks what the implicit transaction must keep:
+// a failing statement rolls back the whole pipeline, and set_config(…, true) holds for the
+// statements after it in the pipeline and not beyond.
+func TestOneStatementCallsSendNoTransactionStatements(t *testing.T) {
+	t.Parallel()
+	tr := &statementTracer{}
+	s, err := open(context.Background(), Config{URL: testURL(t), Schema: FreshSchema(t), MaxConns: 1},
+		func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 8, "q")
+	count := func(what string, want int64, call func()) {
+		t.Helper()
+		tr.n.Store(0)
+		call()
+		if got := tr.n.Load(); got != want {
+			t.Errorf("%s: %d statements, want %d", what, got, want)
+		}
+	}
+	count("RunApply, 8 steps", 1, func() {
+		ms := make([]store.Mutation, len(runs))
+		for i, r := range runs {
+			ms[i] = stepMutation(r, "s")
+		}
+		applyAll(t, s, ms)
+	})
+	if _, err := s.RunCreate(ctx, []store.CreateRunParams{newRun(100, "c"), newRun(101, "c")}); err != nil {
+		t.Fatal(err)
+	}
+	count("RunClaim", 2, func() {
+		got, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"c"}, Limit: 8, Now: t0,
+			LeaseUntil: t0.Add(time.Hour), StickyBefore: t0})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("RunClaim: %d runs, %v; want 2", len(got), err)
+		}
+	})
+
+	// The implicit transaction: the settings hold inside the pipeline only, and an error undoes
+	// what the pipeline wrote before it.
+	b := &pgx.Batch{}
+	b.Queue(sqlClaimFairSettings)
+	var inside, after string
+	b.Queue("SHOW plan_cache_mode").QueryRow(func(r pgx.Row) error { return r.Scan(&inside) })
+	if err := s.sendImplicit(ctx, "test", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if inside != "force_generic_plan" || after != "auto" {
+		t.Errorf("plan_cache_mode %q inside the pipeline and %q after it, want force_generic_plan and auto", inside, after)
+	}
+	b = &pgx.Batch{}
+	b.Queue(s.render(`UPDATE {S}.runs SET last_seq = last_seq + 100 WHERE id = $1`), runs[0].ID)
+	b.Queue(`SELECT 1/0`)
+	if err := s.sendImplicit(ctx, "test", b); jobs.CodeOf(err) != jobs.CodeStoreUnavailable {
+		t.Errorf("a failing pipeline: %v, want %s", err, jobs.CodeStoreUnavailable)
+	}
+	run, err := s.RunGet(ctx, runs[0].ID)
+	if err != nil || run.LastSeq != 2 {
+		t.Errorf("after the failing pipeline the run's last seq is %d (%v), want 2: its update was not rolled back", run.LastSeq, err)
+	}
 }

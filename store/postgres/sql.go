@@ -105,11 +105,20 @@ ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
 RETURNING id`,
 
 	// The live run holding each (job, key): read after the insert, in a new snapshot, so it sees
-	// the row a concurrent create committed while our insert waited on it.
+	// the row a concurrent create committed while our insert waited on it. One probe of
+	// runs_live_key a pair: the lateral subquery's LIMIT 1 (a pair has at most one live run,
+	// the index is unique) keeps it from being flattened into a join the planner may do another
+	// way. The join form, (job, key) IN (unnest …), planned from statistics taken when nearly
+	// every run had finished (few live rows), became a scan of the whole live index hashed
+	// against the pairs, which reads every ready run of a backlog on every create: 240–310 µs a
+	// created job in the no-op benchmark, its largest statement (bench/ANALYSIS.md, "Postgres
+	// per statement").
 	stmtRunsLive: `
-SELECT {RUN} FROM {S}.runs
-WHERE state IN ` + liveStates + `
-	AND (job, key) IN (SELECT j, k FROM unnest($1::text[], $2::text[]) AS p(j, k))`,
+SELECT {RUN_R} FROM unnest($1::text[], $2::text[]) AS p(j, k)
+CROSS JOIN LATERAL (
+	SELECT * FROM {S}.runs l
+	WHERE l.key = p.k AND l.job = p.j AND l.state IN ` + liveStates + `
+	LIMIT 1) r`,
 
 	stmtHistoryAppend: `
 INSERT INTO {S}.history (run_id, seq, kind, name, at, data)
