@@ -211,11 +211,7 @@ WHERE r.id = u.id`,
 	// the history insert in ONE statement, so the batch costs one round trip (BEGIN, this,
 	// COMMIT) instead of a lock-and-read trip and a write trip. Rows are locked in id order, as
 	// every multi-run lock is. Mutations whose run is not running under their fence are left
-	// out of the result; RunApply asks why afterwards. The lock step probes each mutation's run
-	// by its primary key, in id order (a lateral read under the sorted batch: a nested loop locks
-	// as it goes, so in that order). As a join it was planned, from statistics taken while few
-	// runs were running, as a scan of every running run through runs_lease hashed against the
-	// batch; LIMIT 1 keeps the planner from making the probe a join again. The lock step carries each mutation's
+	// out of the result; RunApply asks why afterwards. The lock step carries each mutation's
 	// values on, and the update returns the run's seq before the batch, so that neither the
 	// update nor the history insert joins the parameters again (one join per row less each).
 	// $1 ids, $2 fences, $3 event counts, $4 new state ('' stays running), $5 result, $6 now;
@@ -226,13 +222,9 @@ WITH m AS (
 		$6::timestamptz[], $13::bigint[]) AS m(id, fence, n, state, result, now, after_seq)
 ),
 locked AS (
-	SELECT r.id, m.n, m.state, m.result, m.now FROM (SELECT * FROM m ORDER BY id) m
-	CROSS JOIN LATERAL (
-		SELECT r.id FROM {S}.runs r
-		WHERE r.id = m.id AND r.fence = m.fence AND r.state = 'running'
-			AND (m.after_seq = 0 OR r.last_seq = m.after_seq)
-		LIMIT 1 FOR UPDATE
-	) r
+	SELECT r.id, m.n, m.state, m.result, m.now FROM {S}.runs r JOIN m ON m.id = r.id
+	WHERE r.fence = m.fence AND r.state = 'running' AND (m.after_seq = 0 OR r.last_seq = m.after_seq)
+	ORDER BY r.id FOR UPDATE OF r
 ),
 upd AS (
 	UPDATE {S}.runs r SET last_seq = r.last_seq + k.n,
