@@ -246,17 +246,22 @@ func (fc *frameConn) callOn(route byte, w *frameWriter, r *http.Request) (err er
 	return fc.routes[route](w, r)
 }
 
-// answer writes a call's answer: the handler's, or err's refusal in msgpack.
-func (fc *frameConn) answer(r *http.Request, err error, out *frameWriter) bool {
+// answerOf is a call's answer and its status: the handler's, or err's refusal in msgpack.
+func (fc *frameConn) answerOf(r *http.Request, err error, out *frameWriter) (*frameWriter, int) {
 	if err != nil {
 		var ew frameWriter
 		fc.s.writeError(&ew, r, err)
 		out = &ew
 	}
-	status := out.status
-	if status == 0 {
-		status = http.StatusOK
+	if out.status == 0 {
+		return out, http.StatusOK
 	}
+	return out, out.status
+}
+
+// answer writes a call's answer: the handler's, or err's refusal in msgpack.
+func (fc *frameConn) answer(r *http.Request, err error, out *frameWriter) bool {
+	out, status := fc.answerOf(r, err, out)
 	var head [frameAnswerHeader]byte
 	binary.BigEndian.PutUint32(head[:4], uint32(len(out.buf)))
 	binary.BigEndian.PutUint16(head[4:], uint16(status))

@@ -255,15 +255,7 @@ func (fc *frameConn) serveMuxCall(out *muxOut, c muxCallIn) {
 // muxAnswer queues a call's answer (the handler's, or err's refusal) and writes it unless
 // another goroutine is writing, which then writes it with its next batch.
 func (fc *frameConn) muxAnswer(out *muxOut, id uint32, r *http.Request, err error, w *frameWriter) {
-	if err != nil {
-		var ew frameWriter
-		fc.s.writeError(&ew, r, err)
-		w = &ew
-	}
-	status := w.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	w, status := fc.answerOf(r, err, w)
 	var head [muxAnswerHeader]byte
 	binary.BigEndian.PutUint32(head[:4], uint32(len(w.buf)))
 	binary.BigEndian.PutUint16(head[4:6], uint16(status))
