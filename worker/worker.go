@@ -124,8 +124,11 @@ type Worker struct {
 
 // parked is a suspended run's execution kept for a wake-up on this worker.
 type parked struct {
-	ex    *replay.Execution
-	taken bool // resumed: removed from the cache without being evicted
+	ex *replay.Execution
+	// taken is set by whichever comes first, a resume (execution) or an eviction (the cache's
+	// callback, which unparkAfter's timer and the cache's own bound reach from other
+	// goroutines); only that one touches ex, so a body being resumed is never evicted under it.
+	taken atomic.Bool
 }
 
 // held is a run this worker is executing under a lease.
@@ -203,7 +206,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.StickyRuns > 0 {
 		cache, err := lru.NewWithEvict(cfg.StickyRuns, func(_ string, p *parked) {
-			if !p.taken {
+			if p.taken.CompareAndSwap(false, true) {
 				p.ex.Evict()
 			}
 		})
@@ -534,16 +537,18 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 	ctx := context.Background()
 	if w.cache != nil {
 		if p, ok := w.cache.Peek(t.RunID); ok {
-			events, err := rec.history(ctx, p.ex.LastSeq())
-			if err == nil {
-				if out, ok := p.ex.Resume(events, rec, info, span); ok {
-					p.taken = true
-					w.cache.Remove(t.RunID)
-					w.metrics.resumed.Inc()
-					return p.ex, out, nil
+			if p.taken.CompareAndSwap(false, true) {
+				events, err := rec.history(ctx, p.ex.LastSeq())
+				if err == nil {
+					if out, ok := p.ex.Resume(events, rec, info, span); ok {
+						w.cache.Remove(t.RunID)
+						w.metrics.resumed.Inc()
+						return p.ex, out, nil
+					}
 				}
+				p.ex.Evict() // stale: evicted here, then replayed below
 			}
-			w.cache.Remove(t.RunID) // stale: evicted, then replayed below
+			w.cache.Remove(t.RunID)
 		}
 	}
 	var events []history.Event
