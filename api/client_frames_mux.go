@@ -45,12 +45,7 @@ type muxClient struct {
 type muxConn struct {
 	wc *wireConn
 
-	wmu     sync.Mutex
-	pending []byte
-	spare   []byte
-	writing bool
-	// writeUntil is the connection's write deadline, set by the goroutine writing.
-	writeUntil time.Time
+	out coalescer
 
 	mu       sync.Mutex
 	calls    map[uint32]*muxCall
@@ -142,39 +137,12 @@ func (p *framePool) muxRoundTrip(ctx context.Context, route byte, body []byte, r
 	return nil
 }
 
-// write queues a frame and writes it unless another caller is writing.
+// write queues a frame and writes it unless another caller is writing (coalescer); a failed
+// write fails the connection: the calls written or not fail together.
 func (mc *muxConn) write(head, body []byte) {
-	mc.wmu.Lock()
-	mc.pending = append(mc.pending, head...)
-	mc.pending = append(mc.pending, body...)
-	if mc.writing {
-		mc.wmu.Unlock()
-		return
+	if err := mc.out.write(head, body); err != nil {
+		mc.fail(err)
 	}
-	mc.writing = true
-	for len(mc.pending) > 0 {
-		batch := mc.pending
-		mc.pending = mc.spare[:0]
-		mc.wmu.Unlock()
-		// Set again only when it drew near: each set is a timer reset in the runtime's poller.
-		if now := time.Now(); mc.writeUntil.Sub(now) < muxWriteTimeout/2 {
-			mc.writeUntil = now.Add(muxWriteTimeout)
-			_ = mc.wc.SetWriteDeadline(mc.writeUntil)
-		}
-		_, err := mc.wc.Write(batch)
-		mc.wmu.Lock()
-		if cap(batch) <= 4*maxKeptAnswer {
-			mc.spare = batch[:0]
-		}
-		if err != nil {
-			// The calls written or not fail together: the reader sees the closed connection.
-			mc.pending = mc.pending[:0]
-			mc.fail(err)
-			break
-		}
-	}
-	mc.writing = false
-	mc.wmu.Unlock()
 }
 
 // muxWriteTimeout bounds one write of queued frames: an engine that reads nothing for this long
@@ -314,7 +282,8 @@ func (p *framePool) muxDial(ctx context.Context) (*muxConn, error) {
 		}
 		return nil, errNoFrames
 	}
-	return &muxConn{wc: wc, calls: map[uint32]*muxCall{}, lastUsed: time.Now()}, nil
+	return &muxConn{wc: wc, out: coalescer{conn: wc, timeout: muxWriteTimeout}, calls: map[uint32]*muxCall{},
+		lastUsed: time.Now()}, nil
 }
 
 // close closes the multiplexed connection; calls waiting on it fail.

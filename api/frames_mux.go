@@ -59,16 +59,6 @@ const (
 	muxInFlight = 256
 )
 
-// muxOut is the write side of a multiplexed connection: the answers queued for the next write
-// and whether a goroutine is writing.
-type muxOut struct {
-	mu      sync.Mutex
-	pending []byte // answers waiting for the writer
-	spare   []byte // the buffer the writer last wrote, reused for the next batch
-	writing bool
-	failed  bool
-}
-
 // serveMux serves the multiplexed calls of fc until the client closes the connection, it stays
 // idle past the idle timeout, a frame is over the body limit or the server drains; the calls
 // in flight are answered before it returns (and the caller closes the connection).
@@ -85,7 +75,7 @@ func (fc *frameConn) serveMux() {
 	// its own goroutine. A call goes to an idle server goroutine if there is one, else to a new
 	// one while fewer than muxInFlight serve, else the loop waits for one to be free.
 	var (
-		out      muxOut
+		out      = coalescer{conn: fc.conn, timeout: fc.s.cfg.BodyTimeout}
 		inflight sync.WaitGroup
 		calls    = make(chan muxCallIn)
 		servers  = 0
@@ -228,7 +218,7 @@ func (p *muxPolls) done(id uint32, mp *muxPoll) {
 }
 
 // serveMuxCall runs one call's handler and queues its answer.
-func (fc *frameConn) serveMuxCall(out *muxOut, c muxCallIn) {
+func (fc *frameConn) serveMuxCall(out *coalescer, c muxCallIn) {
 	route, id, body := c.route, c.id, c.body
 	// The route's handler sees the request it would have seen on its own: the upgrade's context
 	// and headers (a poll: its own context), its own path and this frame's body. A shallow copy
@@ -254,52 +244,17 @@ func (fc *frameConn) serveMuxCall(out *muxOut, c muxCallIn) {
 
 // muxAnswer queues a call's answer (the handler's, or err's refusal) and writes it unless
 // another goroutine is writing, which then writes it with its next batch.
-func (fc *frameConn) muxAnswer(out *muxOut, id uint32, r *http.Request, err error, w *frameWriter) {
+func (fc *frameConn) muxAnswer(out *coalescer, id uint32, r *http.Request, err error, w *frameWriter) {
 	w, status := fc.answerOf(r, err, w)
 	var head [muxAnswerHeader]byte
 	binary.BigEndian.PutUint32(head[:4], uint32(len(w.buf)))
 	binary.BigEndian.PutUint16(head[4:6], uint16(status))
 	binary.BigEndian.PutUint32(head[6:], id)
-	out.mu.Lock()
-	if out.failed {
-		out.mu.Unlock()
-		return
+	if out.write(head[:], w.buf) != nil {
+		// The client is gone or stuck: the calls still in flight have no one to answer.
+		// Closing the connection ends the read loop too.
+		_ = fc.conn.Close()
 	}
-	out.pending = append(out.pending, head[:]...)
-	out.pending = append(out.pending, w.buf...)
-	if out.writing {
-		// The writing goroutine takes it with the next batch, right after its write returns.
-		out.mu.Unlock()
-		return
-	}
-	out.writing = true
-	for len(out.pending) > 0 {
-		batch := out.pending
-		out.pending = out.spare[:0]
-		out.mu.Unlock()
-		// An answer has at least half of BodyTimeout to be written (only this goroutine writes
-		// now, so the deadline is its to set).
-		if now := time.Now(); fc.writeUntil.Sub(now) < fc.s.cfg.BodyTimeout/2 {
-			fc.writeUntil = now.Add(fc.s.cfg.BodyTimeout)
-			_ = fc.conn.SetWriteDeadline(fc.writeUntil)
-		}
-		_, werr := fc.conn.Write(batch)
-		out.mu.Lock()
-		if cap(batch) <= 4*maxKeptAnswer {
-			out.spare = batch[:0]
-		} else {
-			out.spare = nil
-		}
-		if werr != nil {
-			// The client is gone or stuck: the calls still in flight have no one to answer.
-			// Closing the connection ends the read loop too.
-			out.failed, out.pending = true, nil
-			_ = fc.conn.Close()
-			break
-		}
-	}
-	out.writing = false
-	out.mu.Unlock()
 }
 
 // muxWriters are the answer buffers of multiplexed calls.
