@@ -235,19 +235,29 @@ func (r *Reader) take(n uint64) ([]byte, error) {
 	return v, nil
 }
 
+// sized reads the length that follows code c when c is one of a type's sized forms: forms codes
+// from first on, each length twice as wide as the one before, the first w bytes wide (str8/16/32
+// from 0xd9 and bin8/16/32 from 0xc4, 1 byte first; map16/32 from 0xde and array16/32 from 0xdc,
+// 2 bytes first). ok is false when c is none of them.
+func (r *Reader) sized(c, first byte, forms, w int) (n uint64, ok bool, err error) {
+	k := int(c) - int(first)
+	if k < 0 || k >= forms {
+		return 0, false, nil
+	}
+	n, err = r.n(w << k)
+	return n, true, err
+}
+
 // MapLen reads a map header.
 func (r *Reader) MapLen() (int, error) {
 	c, err := r.byte()
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, err
-	case c&0xf0 == 0x80:
+	}
+	if c&0xf0 == 0x80 {
 		return int(c & 0x0f), nil
-	case c == 0xde:
-		n, err := r.n(2)
-		return int(n), err
-	case c == 0xdf:
-		n, err := r.n(4)
+	}
+	if n, ok, err := r.sized(c, 0xde, 2, 2); ok {
 		return int(n), err
 	}
 	// nil (the zero value) and anything else: msgpack's decoder.
@@ -264,11 +274,8 @@ func (r *Reader) ArrayLen() (int, error) {
 		return r.items(uint64(c&0x0f), nil)
 	case c == 0xc0:
 		return -1, nil
-	case c == 0xdc:
-		n, err := r.n(2)
-		return r.items(n, err)
-	case c == 0xdd:
-		n, err := r.n(4)
+	}
+	if n, ok, err := r.sized(c, 0xdc, 2, 2); ok {
 		return r.items(n, err)
 	}
 	return 0, ErrSlowPath
@@ -293,19 +300,14 @@ func (r *Reader) StrBytes() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var n uint64
 	switch {
 	case c&0xe0 == 0xa0:
-		n = uint64(c & 0x1f)
-	case c == 0xd9:
-		n, err = r.n(1)
-	case c == 0xda:
-		n, err = r.n(2)
-	case c == 0xdb:
-		n, err = r.n(4)
+		return r.take(uint64(c & 0x1f))
 	case c == 0xc0:
 		return nil, nil
-	default:
+	}
+	n, ok, err := r.sized(c, 0xd9, 3, 1)
+	if !ok {
 		return nil, ErrSlowPath
 	}
 	if err != nil {
@@ -329,17 +331,11 @@ func (r *Reader) Bin() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var n uint64
-	switch c {
-	case 0xc0:
+	if c == 0xc0 {
 		return nil, nil
-	case 0xc4:
-		n, err = r.n(1)
-	case 0xc5:
-		n, err = r.n(2)
-	case 0xc6:
-		n, err = r.n(4)
-	default:
+	}
+	n, ok, err := r.sized(c, 0xc4, 3, 1)
+	if !ok {
 		return nil, ErrSlowPath
 	}
 	if err != nil {
