@@ -55,6 +55,10 @@ type Config struct {
 	// OverlapAt lets a second group commit start while one is in flight, once this many records
 	// wait for it (overlap.go). Defaults to 16; negative turns it off. Used when Committers is 1.
 	OverlapAt int
+	// GatherWait bounds how long a group commit, with none in flight, waits for the runs the
+	// previous commit answered to send their next records (overlap.go, gather). Zero: half the
+	// previous commit's duration; negative turns the wait off. Used with OverlapAt.
+	GatherWait time.Duration
 	// PollFallback is the longest an idle long-poll or the timer service sleeps without looking
 	// at the store. Defaults to 1s.
 	PollFallback time.Duration
@@ -103,9 +107,15 @@ type Engine struct {
 	signals  *signals.Service
 	commits  chan *commitReq
 	// full rings when OverlapAt records wait in commits (overlap.go).
-	full     chan struct{}
-	creates  chan *createReq
-	sessions sessions
+	full chan struct{}
+	// owed counts the runs the last group commit answered, still running, whose next record
+	// has not arrived yet; back rings when it reaches zero; lastCommit is that commit's
+	// duration in ns (overlap.go, gather).
+	owed       atomic.Int64
+	back       chan struct{}
+	lastCommit atomic.Int64
+	creates    chan *createReq
+	sessions   sessions
 	// ledgers caches what each recently recorded run's history says (ledger.go).
 	ledgers *lru.Cache[string, *ledger]
 	// fleetState is the engine's copy of the workers' manifests (manifest.go).
@@ -170,7 +180,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.SessionGrace = time.Second
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, commits: make(chan *commitReq, 4096),
-		full:    make(chan struct{}, 1),
+		full: make(chan struct{}, 1), back: make(chan struct{}, 1),
 		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	e.retention = newRetention(cfg.Retention)
 	if cfg.Ledgers <= 0 {

@@ -133,3 +133,95 @@ func TestGroupCommitOverlapsWhenFull(t *testing.T) {
 		}
 	}
 }
+
+// With no commit in flight, a group commit waits for the runs the previous one answered to
+// send their next records, so two cohorts of runs do not alternate in half batches: the record
+// queued behind a commit goes together with the next record of the run that commit answered.
+func TestGroupCommitGathersTheAnsweredRuns(t *testing.T) {
+	t.Parallel()
+	st := &heldApplies{Store: memory.New(), entered: make(chan int, 16), release: make(chan struct{})}
+	// GatherWait far longer than the test: only the answered run's record ends the wait.
+	eng, err := engine.New(engine.Config{Store: st, Logger: testenv.Logger(), AllowUndeclared: true, OverlapAt: 16,
+		GatherWait: time.Hour, PollFallback: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = eng.Stop(stop)
+	})
+	testenv.Declare(t, eng, "w1", overlapJob)
+	for i := 0; i < 2; i++ {
+		if _, err := overlapJob.Enqueue(ctx, eng, 100+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tasks []frontend.Task
+	for len(tasks) < 2 {
+		got, err := eng.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{jobs.DefaultQueue}, Max: 2, Wait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, got...)
+	}
+	out, _ := jobs.Encode(1)
+	record := func(task frontend.Task, afterSeq int64, name string) (frontend.RecordResponse, error) {
+		return eng.Record(ctx, frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, AfterSeq: afterSeq,
+			WorkerID: "w1", LeaseToken: task.LeaseToken, Commands: []frontend.Command{{Kind: frontend.CmdStep, Name: name, Output: out}}})
+	}
+	st.armed.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(st.release)
+		}
+	}()
+	// Run A's step commits alone and is held; run B's step queues behind it.
+	aDone := make(chan frontend.RecordResponse, 1)
+	errs := make(chan error, 3)
+	go func() {
+		resp, err := record(tasks[0], tasks[0].LastSeq, "s1")
+		errs <- err
+		aDone <- resp
+	}()
+	if n := <-st.entered; n != 1 {
+		t.Fatalf("the first commit carries %d records, want 1", n)
+	}
+	bDone := make(chan struct{})
+	go func() {
+		_, err := record(tasks[1], tasks[1].LastSeq, "s1")
+		errs <- err
+		close(bDone)
+	}()
+	// A's commit is let go only once B waits in the queue behind it.
+	for engine.QueuedRecords(eng) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	st.release <- struct{}{}
+	respA := <-aDone
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	// A is answered and still running: the committer waits for its next record rather than
+	// sending B's alone.
+	go func() {
+		_, err := record(tasks[0], respA.LastSeq, "s2")
+		errs <- err
+	}()
+	if n := <-st.entered; n != 2 {
+		t.Fatalf("the commit after the first carries %d records, want 2 (B queued and A's next)", n)
+	}
+	released = true
+	close(st.release)
+	<-bDone
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

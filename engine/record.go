@@ -101,6 +101,13 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	case <-ctx.Done():
 		return frontend.RecordResponse{}, ctx.Err()
 	}
+	if e.owed.Add(-1) == 0 {
+		// The last of the runs the previous commit answered is back (overlap.go, gather).
+		select {
+		case e.back <- struct{}{}:
+		default:
+		}
+	}
 	if n := e.cfg.OverlapAt; n > 0 && len(e.commits) >= n {
 		// Enough records wait for a second commit in flight (overlapLoop sleeps until then).
 		select {
@@ -307,6 +314,16 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 	e.metrics.batchSize.Observe(float64(len(batch)))
 	e.metrics.batchSeconds.Observe(time.Since(began).Seconds())
 	if err == nil {
+		// Before any answer goes out: the runs still running will each send a next record,
+		// which the committer may wait for (overlap.go, gather).
+		owed := 0
+		for i := range results {
+			if results[i].Err == nil && results[i].Run.State == store.StateRunning {
+				owed++
+			}
+		}
+		e.owed.Store(int64(owed))
+		e.lastCommit.Store(int64(time.Since(began)))
 		for i, r := range batch {
 			r.done <- commitRes{res: results[i]}
 		}

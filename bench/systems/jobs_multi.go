@@ -42,6 +42,7 @@ type MultiResult struct {
 	Elapsed          time.Duration
 	Failed, Attempts int // AttemptFailed events; runs past their first attempt
 	Checked          string
+	Cost             MultiCost
 }
 
 // MultiMain runs `bench multi`: args are flags -engine (the engine binary), -runs,
@@ -80,13 +81,14 @@ func MultiMain(args []string) error {
 			log.Printf("multi: %d engine(s), round %d: %d runs in %.2fs = %.0f runs/s, %.0f steps/s; %s",
 				engines, r+1, res.Runs, res.Elapsed.Seconds(), float64(res.Runs)/res.Elapsed.Seconds(),
 				float64(res.Runs*10)/res.Elapsed.Seconds(), res.Checked)
+			log.Printf("multi: %d engine(s), round %d, cost:\n%s", engines, r+1, res.Cost.lines(res.Runs*10))
 			results = append(results, res)
 		}
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "\n### Several engines on one Postgres (`make bench-scale`)\n\n")
 	fmt.Fprintf(&md, "%d ten-step runs per measurement, %d in flight in total; each engine an `engine serve` process with two worker processes over HTTP/msgpack; callers enqueue over HTTP, spread over the engines; the shapes alternate, %d rounds.\n\n", runs, conc, rounds)
-	fmt.Fprintf(&md, "| engines | round | seconds | runs/s | steps/s | ÷ one engine (same round) | checks |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&md, "| engines | round | seconds | runs/s | steps/s | ÷ one engine (same round) | commits/step | Postgres µs/step | engines µs/step | workers µs/step | checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, res := range results {
 		rate := float64(res.Runs) / res.Elapsed.Seconds()
 		ratio := "1.00×"
@@ -94,7 +96,9 @@ func MultiMain(args []string) error {
 			one := results[i-1]
 			ratio = fmt.Sprintf("%.2f×", rate/(float64(one.Runs)/one.Elapsed.Seconds()))
 		}
-		fmt.Fprintf(&md, "| %d | %d | %.2f | %.0f | %.0f | %s | %s |\n", res.Engines, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio, res.Checked)
+		steps := float64(res.Runs * 10)
+		fmt.Fprintf(&md, "| %d | %d | %.2f | %.0f | %.0f | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", res.Engines, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio,
+			float64(res.Cost.Commits)/steps, 1e6*res.Cost.PgCPU/steps, 1e6*res.Cost.EngineCPU/steps, 1e6*res.Cost.WorkerCPU/steps, res.Checked)
 	}
 	fmt.Print(md.String())
 	if out != "" {
@@ -256,6 +260,14 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 	}
 	defer pool.Close()
 	_, _ = pool.Exec(ctx, "CHECKPOINT")
+	pids := make([]int, len(procs))
+	for i, p := range procs {
+		pids[i] = p.cmd.Process.Pid
+	}
+	probe := newMultiProbe(ctx, aconn, db, pids, engines)
+	if err := probe.begin(ctx, admin); err != nil {
+		return res, err
+	}
 
 	t0 := time.Now()
 	var wg sync.WaitGroup
@@ -284,6 +296,7 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM jobs.runs WHERE state = 'completed'`).Scan(&done); err != nil {
 			return res, err
 		}
+		probe.polls++
 		if done >= runs {
 			break
 		}
@@ -293,6 +306,9 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.Elapsed = time.Since(t0)
+	if res.Cost, err = probe.end(ctx); err != nil {
+		return res, err
+	}
 
 	// Exactly once, contiguous, no errors.
 	var total, completed, badHist, attempts, failed int

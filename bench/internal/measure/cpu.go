@@ -175,6 +175,13 @@ func PostgresTicks(postmaster int) (uint64, error) {
 	return total, nil
 }
 
+// ProcTicks is the CPU time, in /proc/stat clock ticks, used so far by one process (with the
+// children it reaped).
+func ProcTicks(pid int) (uint64, error) {
+	t, _, err := procTicks(pid)
+	return t, err
+}
+
 // procTicks returns utime+stime+cutime+cstime and the parent pid from /proc/PID/stat.
 func procTicks(pid int) (uint64, int, error) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
