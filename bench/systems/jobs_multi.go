@@ -27,10 +27,13 @@ import (
 
 // Several engines on one Postgres (`bench multi`): the ten-step workload run by one `engine
 // serve` process and then by two, side by side in one invocation, each engine a separate
-// process on its own free port with its own two worker processes (this binary's remote-worker
-// mode) reaching it over the msgpack worker protocol. The callers enqueue over HTTP, spread
-// evenly over the engines. The worker concurrency in total is the same in both shapes, so the
-// second shape measures what a second engine process adds, not more workers.
+// process on its own free port with its own worker processes (this binary's remote-worker mode)
+// reaching it over the msgpack worker protocol. The callers enqueue over HTTP, spread evenly over
+// the engines. The worker slots and the worker processes in total are the same in both shapes
+// (by default two: one engine has both, two engines one each), so the second shape measures what
+// a second engine process adds, not more workers. With -worker-procs 0 each engine has two, as
+// before 2026-12-01 21:00 UTC: the two-engine shape then also ran twice the worker processes,
+// each with half the slots, whose smaller claims and commits cost more per step.
 //
 // After each run the database is checked: every run completed exactly once (one RunCompleted,
 // attempt 1, no AttemptFailed), every history contiguous from seq 1 with the ten steps each.
@@ -38,6 +41,7 @@ import (
 // MultiResult is one measured shape.
 type MultiResult struct {
 	Engines          int
+	WorkerProcs      int // worker processes in all
 	Runs             int
 	Elapsed          time.Duration
 	Failed, Attempts int // AttemptFailed events; runs past their first attempt
@@ -46,12 +50,13 @@ type MultiResult struct {
 }
 
 // MultiMain runs `bench multi`: args are flags -engine (the engine binary), -runs,
-// -concurrency, -rounds.
+// -concurrency, -rounds, -worker-procs.
 func MultiMain(args []string) error {
 	var (
 		engineBin  string
 		runs, conc int
 		rounds     int
+		workers    int
 		out        string
 	)
 	fs := flag.NewFlagSet("multi", flag.ContinueOnError)
@@ -59,6 +64,7 @@ func MultiMain(args []string) error {
 	fs.IntVar(&runs, "runs", 2000, "ten-step runs per measurement")
 	fs.IntVar(&conc, "concurrency", 32, "runs in flight in total (worker slots), split over the worker processes")
 	fs.IntVar(&rounds, "rounds", 2, "measurements of each shape, alternating")
+	fs.IntVar(&workers, "worker-procs", remoteProcs, "worker processes in total, spread evenly over the engines (at least one each); 0: two per engine")
 	fs.StringVar(&out, "out", "", "also write the markdown report here")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,12 +80,16 @@ func MultiMain(args []string) error {
 	var results []MultiResult
 	for r := 0; r < rounds; r++ {
 		for _, engines := range []int{1, 2} {
-			res, err := multiOnce(ctx, admin, engineBin, engines, runs, conc)
+			procs := workers
+			if procs <= 0 {
+				procs = remoteProcs * engines
+			}
+			res, err := multiOnce(ctx, admin, engineBin, engines, runs, conc, max(1, procs/engines))
 			if err != nil {
 				return fmt.Errorf("%d engine(s), round %d: %w", engines, r+1, err)
 			}
-			log.Printf("multi: %d engine(s), round %d: %d runs in %.2fs = %.0f runs/s, %.0f steps/s; %s",
-				engines, r+1, res.Runs, res.Elapsed.Seconds(), float64(res.Runs)/res.Elapsed.Seconds(),
+			log.Printf("multi: %d engine(s), %d worker processes, round %d: %d runs in %.2fs = %.0f runs/s, %.0f steps/s; %s",
+				engines, res.WorkerProcs, r+1, res.Runs, res.Elapsed.Seconds(), float64(res.Runs)/res.Elapsed.Seconds(),
 				float64(res.Runs*10)/res.Elapsed.Seconds(), res.Checked)
 			log.Printf("multi: %d engine(s), round %d, cost:\n%s", engines, r+1, res.Cost.lines(res.Runs*10))
 			results = append(results, res)
@@ -87,8 +97,8 @@ func MultiMain(args []string) error {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "\n### Several engines on one Postgres (`make bench-scale`)\n\n")
-	fmt.Fprintf(&md, "%d ten-step runs per measurement, %d in flight in total; each engine an `engine serve` process with two worker processes over HTTP/msgpack; callers enqueue over HTTP, spread over the engines; the shapes alternate, %d rounds.\n\n", runs, conc, rounds)
-	fmt.Fprintf(&md, "| engines | round | seconds | runs/s | steps/s | ÷ one engine (same round) | commits/step | Postgres µs/step | engines µs/step | workers µs/step | checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&md, "%d ten-step runs per measurement, %d in flight in total; each engine an `engine serve` process with its worker processes (the column) over HTTP/msgpack, the slots split evenly over them; callers enqueue over HTTP, spread over the engines; the shapes alternate, %d rounds.\n\n", runs, conc, rounds)
+	fmt.Fprintf(&md, "| engines | worker processes | round | seconds | runs/s | steps/s | ÷ one engine (same round) | commits/step | Postgres µs/step | engines µs/step | workers µs/step | checks |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, res := range results {
 		rate := float64(res.Runs) / res.Elapsed.Seconds()
 		ratio := "1.00×"
@@ -97,7 +107,7 @@ func MultiMain(args []string) error {
 			ratio = fmt.Sprintf("%.2f×", rate/(float64(one.Runs)/one.Elapsed.Seconds()))
 		}
 		steps := float64(res.Runs * 10)
-		fmt.Fprintf(&md, "| %d | %d | %.2f | %.0f | %.0f | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", res.Engines, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio,
+		fmt.Fprintf(&md, "| %d | %d | %d | %.2f | %.0f | %.0f | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", res.Engines, res.WorkerProcs, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio,
 			float64(res.Cost.Commits)/steps, 1e6*res.Cost.PgCPU/steps, 1e6*res.Cost.EngineCPU/steps, 1e6*res.Cost.WorkerCPU/steps, res.Checked)
 	}
 	fmt.Print(md.String())
@@ -166,8 +176,8 @@ func start(cmd *exec.Cmd, withStdin bool) (*proc, error) {
 	return p, nil
 }
 
-func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc int) (MultiResult, error) {
-	res := MultiResult{Engines: engines, Runs: runs}
+func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc, perEngine int) (MultiResult, error) {
+	res := MultiResult{Engines: engines, WorkerProcs: engines * perEngine, Runs: runs}
 	db := fmt.Sprintf("bench_multi_%d", engines)
 	aconn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -200,7 +210,7 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 	}
 	var clients []*api.Client
 	var addrs []string
-	per := max(1, conc/(engines*remoteProcs))
+	per := max(1, conc/(engines*perEngine))
 	// Engines start one after the other, so the first migrates the schema alone.
 	for e := 0; e < engines; e++ {
 		port, err := freePort()
@@ -232,7 +242,7 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 		addrs = append(addrs, addr)
 	}
 	for e := 0; e < engines; e++ {
-		for w := 0; w < remoteProcs; w++ {
+		for w := 0; w < perEngine; w++ {
 			cmd := exec.Command(self, RemoteWorkerArg, "http://"+addrs[e], strconv.Itoa(per))
 			cmd.Stderr = os.Stderr
 			p, err := start(cmd, true)
@@ -303,7 +313,9 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 		if time.Since(t0) > 10*time.Minute {
 			return res, fmt.Errorf("%d of %d runs completed after 10 minutes", done, runs)
 		}
-		time.Sleep(5 * time.Millisecond)
+		// Every 20 ms (0.2–0.4% of a measurement): at 5 ms this count of the runs' table was 30–47 µs
+		// of Postgres CPU per step, in both shapes, and more in the slower one.
+		time.Sleep(20 * time.Millisecond)
 	}
 	res.Elapsed = time.Since(t0)
 	if res.Cost, err = probe.end(ctx); err != nil {
