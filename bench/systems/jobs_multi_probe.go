@@ -179,7 +179,7 @@ func sampleWaits(ctx context.Context, adminURL, db string) func() (map[string]in
 	}
 }
 
-// logCost writes one shape's accounting per step.
+// lines is one shape's accounting per step, for the log.
 func (c MultiCost) lines(steps int) string {
 	var b strings.Builder
 	ps := func(v float64) float64 { return 1e6 * v / float64(steps) } // µs per step
