@@ -86,6 +86,9 @@ func checkClaimPlan(t *testing.T, s *Store, query string, args ...any) {
 		!strings.Contains(text, "runs_lanes") {
 		t.Errorf("the fair claim scans the backlog or misses runs_lanes:\n%s", text)
 	}
+	if !strings.Contains(text, "Tid Scan on runs") {
+		t.Errorf("the claim's UPDATE does not take its rows by the tuple ids it locked:\n%s", text)
+	}
 	if strings.Contains(text, "claim_at(") {
 		t.Errorf("claim_at is called, not inlined:\n%s", text)
 	}

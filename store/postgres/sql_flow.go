@@ -24,8 +24,15 @@ const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generi
 // here are left to other claimers when the statement commits.
 //
 // The statement runs under a generic plan (flow.go); the UPDATE takes its rows through
-// id = ANY (ARRAY(…)) because a join to picked, planned without $4's value, is a hash join over
-// the whole table.
+// ctid = ANY (ARRAY(…)) because a join to picked, planned without $4's value, is a hash join over
+// the whole table. It takes them by the tuple ids heads locked (a Tid Scan: one heap page a run),
+// not by id through runs_pkey, which would descend the key index again for each run heads has
+// just read and locked (three or four buffers and a text comparison at each level). A row that
+// another transaction updated between the statement's snapshot and heads' lock, keeping it
+// claimable (WorkerRelease ending a sticky reservation), is locked in its new version, which the
+// snapshot cannot see: the UPDATE finds no row at that ctid, and the run stays ready for the next
+// claim (a claim may return fewer runs than its limit; the release has notified its queue). By
+// id, the UPDATE would have followed the update to the new version and claimed it.
 const sqlClaimFair = `
 WITH RECURSIVE params AS (
 	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
@@ -59,11 +66,11 @@ kept AS (
 	) k WHERE k.place <= $4
 ),
 heads AS (
-	SELECT k.tenant, k.wrapped, c.id, c.claim_at,
+	SELECT k.tenant, k.wrapped, c.id, c.tid, c.claim_at,
 		row_number() OVER (PARTITION BY k.queue, k.tenant ORDER BY c.claim_at, c.id) AS rank
 	FROM kept k
 	CROSS JOIN LATERAL (
-		SELECT r.id, {S}.claim_at(r.ready_at, r.priority) AS claim_at FROM {S}.runs r
+		SELECT r.id, r.ctid AS tid, {S}.claim_at(r.ready_at, r.priority) AS claim_at FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = k.queue AND r.tenant = k.tenant
 			AND ({S}.claim_at(r.ready_at, r.priority), r.id) >= (k.at, k.id)
 			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
@@ -73,11 +80,11 @@ heads AS (
 	) c
 ),
 picked AS (
-	SELECT h.id FROM heads h
+	SELECT h.tid FROM heads h
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
 )
 UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
 	updated_at = $6
-WHERE r.id = ANY (ARRAY(SELECT id FROM picked))
+WHERE r.ctid = ANY (ARRAY(SELECT tid FROM picked))
 RETURNING {RUN_R}`
