@@ -428,7 +428,7 @@ func (b *Backfill[Row]) after(c *jobs.Ctx, ahead *readAhead[Row], i int, cp Chec
 		// commits. The read starts after this page's handler returned, so it sees its writes.
 		req := PageRequest{After: cursor, Limit: b.decl.Batch, Tenant: tenant}
 		if b.cfg.overlap {
-			ahead.startHandled(c, i+1, req, b.source, interval, func(ctx context.Context, rows []Row) error {
+			ahead.startHandled(c, i+1, req, b.source, clk.Now().Add(interval), func(ctx context.Context, rows []Row) error {
 				if err := b.checkPage(rows); err != nil {
 					return err
 				}
@@ -467,10 +467,10 @@ type pageRead[Row any] struct {
 // errPassEnded cancels a page handled ahead whose pass ended before taking it.
 var errPassEnded = errors.New("backfill: the pass ended before this page's turn")
 
-// startHandled reads page index after the pause and hands it to handle, beside the current
+// startHandled reads page index once notBefore passed and hands it to handle, beside the current
 // page's checkpoint. Only the step of that very page takes the outcome (takeHandled); anything
 // else stops it first.
-func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, src Source[Row], interval time.Duration, handle func(context.Context, []Row) error) {
+func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, src Source[Row], notBefore time.Time, handle func(context.Context, []Row) error) {
 	a.stop()
 	ctx, cancel := context.WithCancelCause(c)
 	ch := make(chan pageRead[Row], 1)
@@ -479,8 +479,9 @@ func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, s
 	a.mu.Unlock()
 	clk := clock.FromContext(c)
 	go func() {
-		// The rate's pause comes before the page's statements, as in a step.
-		if err := pause(ctx, clk, interval); err != nil {
+		// The rate's pause comes before the page's statements, as in a step; it runs from the
+		// end of the previous page's handler.
+		if err := pause(ctx, clk, notBefore.Sub(clk.Now())); err != nil {
 			ch <- pageRead[Row]{err: err}
 			return
 		}
