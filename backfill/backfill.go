@@ -441,9 +441,10 @@ func (b *Backfill[Row]) after(c *jobs.Ctx, ahead *readAhead[Row], i int, cp Chec
 	return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
 }
 
-// readAhead is the next page, read while the current page's checkpoint commits. It is used only
-// by the next live page of the same execution, and only for the cursor it was read after; a
-// replayed page, or a read that failed, reads again.
+// readAhead is the next page, read (and with OverlapCheckpoints handled) while the current
+// page's checkpoint commits. It is used only by the next live page of the same execution, and
+// only for the cursor it was read after; a replayed page, or a plain read that failed, reads
+// again.
 type readAhead[Row any] struct {
 	// mu: a step under a StepTimeout runs on a goroutine of its own, which may still be taking
 	// the page when its step has given up on it and the pass stops the read-ahead.
