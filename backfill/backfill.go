@@ -330,7 +330,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	var lastReport time.Time // when this execution last reported progress
 	var cp Checkpoint
 	ahead := &readAhead[Row]{}
-	defer ahead.stop() // a page handled ahead never outlives the pass
+	defer ahead.close() // a page handled ahead never outlives the pass
 	for i := 0; !cp.Done; i++ {
 		live := false
 		next, err := jobs.Step(c, fmt.Sprintf("batch:%d", i), func(ctx context.Context) (Checkpoint, error) {
@@ -371,7 +371,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			return b.after(c, ahead, i, cp, rows, cursor, started, interval, tenant)
 		})
 		if err != nil {
-			ahead.stop()
+			ahead.close()
 			ldg.finish(c, StatusFailed, cp, int64(i), err.Error())
 			return res, err
 		}
@@ -455,6 +455,9 @@ type readAhead[Row any] struct {
 	// handled: the page's handler runs after its read (OverlapCheckpoints); cancel ends it.
 	handled bool
 	cancel  context.CancelCauseFunc
+	// closed: the pass is ending; nothing more is handled ahead (a step's goroutine that outlived
+	// its StepTimeout may still reach startHandled).
+	closed bool
 }
 
 type pageRead[Row any] struct {
@@ -476,6 +479,11 @@ func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, s
 	ctx, cancel := context.WithCancelCause(c)
 	ch := make(chan pageRead[Row], 1)
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel(errPassEnded)
+		return
+	}
 	a.index, a.after, a.ch, a.handled, a.cancel = index, req.After, ch, true, cancel
 	a.mu.Unlock()
 	clk := clock.FromContext(c)
@@ -534,6 +542,14 @@ func (a *readAhead[Row]) stop() {
 		cancel(errPassEnded)
 		<-ch
 	}
+}
+
+// close stops what was started ahead and refuses anything more: the pass is ending.
+func (a *readAhead[Row]) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.stop()
 }
 
 func (a *readAhead[Row]) start(ctx context.Context, index int, req PageRequest, src Source[Row]) {
