@@ -16,10 +16,12 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -100,6 +102,7 @@ type config struct {
 	count        func(ctx context.Context) (int64, error)
 	version      string
 	jobOpts      []jobs.Option
+	overlap      bool
 }
 
 // BatchSize sets the rows per page (one statement and one step each). Default 1,000; must be ≥ 1.
@@ -177,6 +180,18 @@ func Count(fn func(ctx context.Context) (int64, error)) Option {
 // function's text, so a handler whose meaning changed says so here.
 func Version(v string) Option {
 	return func(c *config) error { c.version = v; return nil }
+}
+
+// OverlapCheckpoints lets a sweep bound by its statements (not by its rate) start a page's
+// handler while the previous page's checkpoint commits, instead of after: the checkpoint's commit
+// leaves the pages' critical path, which then holds the same two statements a page as a
+// hand-written loop. The price is what a crash costs: the pages handled since the last committed
+// checkpoint are handled again, and with this option that is at most two pages instead of one.
+// A page is never handled again once its own checkpoint committed, and a page's checkpoint is
+// still recorded only after its handler returned and the previous checkpoint committed. Off by
+// default.
+func OverlapCheckpoints() Option {
+	return func(c *config) error { c.overlap = true; return nil }
 }
 
 // JobOptions passes options to the underlying job (Queue, Retry, Timeout, StepTimeout).
@@ -315,10 +330,24 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	var lastReport time.Time // when this execution last reported progress
 	var cp Checkpoint
 	ahead := &readAhead[Row]{}
+	defer ahead.close() // a page handled ahead never outlives the pass
 	for i := 0; !cp.Done; i++ {
 		live := false
 		next, err := jobs.Step(c, fmt.Sprintf("batch:%d", i), func(ctx context.Context) (Checkpoint, error) {
 			live = true
+			req := PageRequest{After: cp.Cursor, Limit: d.Batch, Tenant: tenant}
+			if ahead.handles(i, req) {
+				// The page was read and handled while the previous checkpoint committed
+				// (OverlapCheckpoints): its pause was spent before its read, there.
+				rows, cursor, began, err := ahead.takeHandled(ctx)
+				if err != nil {
+					return Checkpoint{}, err
+				}
+				if len(rows) == 0 {
+					return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
+				}
+				return b.after(c, ahead, i, cp, rows, cursor, began, interval, tenant)
+			}
 			if !lastLive.IsZero() {
 				// The pause is spent inside the step: a replayed page costs no pause.
 				if err := pause(ctx, clk, interval-clk.Now().Sub(lastLive)); err != nil {
@@ -326,13 +355,12 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 				}
 			}
 			started := clk.Now()
-			req := PageRequest{After: cp.Cursor, Limit: d.Batch, Tenant: tenant}
 			rows, cursor, err := ahead.take(ctx, i, req, b.source)
 			if err != nil {
 				return Checkpoint{}, err
 			}
-			if len(rows) > d.Batch {
-				return Checkpoint{}, jobs.Errorf(jobs.CodeInvariant, "backfill %q: the source returned %d rows for a page of %d", d.Name, len(rows), d.Batch)
+			if err := b.checkPage(rows); err != nil {
+				return Checkpoint{}, err
 			}
 			if len(rows) == 0 {
 				return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
@@ -340,15 +368,10 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			if err := b.handle(ctx, Batch[Row]{Rows: rows, Index: i, Tenant: tenant}); err != nil {
 				return Checkpoint{}, err
 			}
-			done := len(rows) < d.Batch
-			if !done && interval < clk.Now().Sub(started) {
-				// The sweep is bound by its statements, not by its rate: the next page would
-				// not wait, so read it while this page's checkpoint commits.
-				ahead.start(c, i+1, PageRequest{After: cursor, Limit: d.Batch, Tenant: tenant}, b.source)
-			}
-			return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
+			return b.after(c, ahead, i, cp, rows, cursor, started, interval, tenant)
 		})
 		if err != nil {
+			ahead.close()
 			ldg.finish(c, StatusFailed, cp, int64(i), err.Error())
 			return res, err
 		}
@@ -386,34 +409,173 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	return res, nil
 }
 
-// readAhead is the next page, read while the current page's checkpoint commits. It is used only
-// by the next live page of the same execution, and only for the cursor it was read after; a
-// replayed page, or a read that failed, reads again.
+// checkPage refuses a page longer than the batch: the source broke its contract.
+func (b *Backfill[Row]) checkPage(rows []Row) error {
+	if len(rows) > b.decl.Batch {
+		return jobs.Errorf(jobs.CodeInvariant, "backfill %q: the source returned %d rows for a page of %d", b.decl.Name, len(rows), b.decl.Batch)
+	}
+	return nil
+}
+
+// after is the end of page i, whose rows were handled (started is when its read began): its
+// checkpoint, and the next page's read (and, with OverlapCheckpoints, its handler) started to run
+// while this checkpoint commits, when the sweep is bound by its statements rather than its rate.
+func (b *Backfill[Row]) after(c *jobs.Ctx, ahead *readAhead[Row], i int, cp Checkpoint, rows []Row, cursor Cursor, started time.Time, interval time.Duration, tenant string) (Checkpoint, error) {
+	clk := clock.FromContext(c)
+	done := len(rows) < b.decl.Batch
+	if !done && interval < clk.Now().Sub(started) {
+		// The next page would not wait for the rate: read it while this page's checkpoint
+		// commits. The read starts after this page's handler returned, so it sees its writes.
+		req := PageRequest{After: cursor, Limit: b.decl.Batch, Tenant: tenant}
+		if b.cfg.overlap {
+			ahead.startHandled(c, i+1, req, b.source, clk.Now().Add(interval), func(ctx context.Context, rows []Row) error {
+				if err := b.checkPage(rows); err != nil {
+					return err
+				}
+				return b.handle(ctx, Batch[Row]{Rows: rows, Index: i + 1, Tenant: tenant})
+			})
+		} else {
+			ahead.start(c, i+1, req, b.source)
+		}
+	}
+	return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
+}
+
+// readAhead is the next page, read (and with OverlapCheckpoints handled) while the current
+// page's checkpoint commits. It is used only by the next live page of the same execution, and
+// only for the cursor it was read after; a replayed page, or a plain read that failed, reads
+// again.
 type readAhead[Row any] struct {
+	// mu: a step under a StepTimeout runs on a goroutine of its own, which may still be taking
+	// the page when its step has given up on it and the pass stops the read-ahead.
+	mu    sync.Mutex
 	index int
 	after Cursor
 	ch    chan pageRead[Row]
+	// handled: the page's handler runs after its read (OverlapCheckpoints); cancel ends it.
+	handled bool
+	cancel  context.CancelCauseFunc
+	// closed: the pass is ending; nothing more is handled ahead (a step's goroutine that outlived
+	// its StepTimeout may still reach startHandled).
+	closed bool
 }
 
 type pageRead[Row any] struct {
 	rows []Row
 	next Cursor
 	err  error
+	// began is when the page's pause ended and its read started (a handled page).
+	began time.Time
+}
+
+// errPassEnded cancels a page handled ahead whose pass ended before taking it.
+var errPassEnded = errors.New("backfill: the pass ended before this page's turn")
+
+// startHandled reads page index once notBefore passed and hands it to handle, beside the current
+// page's checkpoint. Only the step of that very page takes the outcome (takeHandled); anything
+// else stops it first.
+func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, src Source[Row], notBefore time.Time, handle func(context.Context, []Row) error) {
+	a.stop()
+	ctx, cancel := context.WithCancelCause(c)
+	ch := make(chan pageRead[Row], 1)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel(errPassEnded)
+		return
+	}
+	a.index, a.after, a.ch, a.handled, a.cancel = index, req.After, ch, true, cancel
+	a.mu.Unlock()
+	clk := clock.FromContext(c)
+	go func() {
+		// The rate's pause comes before the page's statements, as in a step; it runs from the
+		// end of the previous page's handler.
+		if err := pause(ctx, clk, notBefore.Sub(clk.Now())); err != nil {
+			ch <- pageRead[Row]{err: err}
+			return
+		}
+		began := clk.Now()
+		rows, next, err := src.Page(ctx, req)
+		if err == nil && len(rows) > 0 {
+			err = handle(ctx, rows)
+		}
+		ch <- pageRead[Row]{rows: rows, next: next, err: err, began: began}
+	}()
+}
+
+// handles reports whether page index, asked for with req, was started ahead with its handler.
+func (a *readAhead[Row]) handles(index int, req PageRequest) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ch != nil && a.handled && a.index == index && reflect.DeepEqual(a.after, req.After)
+}
+
+// takeHandled waits for the page handled ahead. A step that ends first (its timeout, the run's
+// cancel) stops the handler and waits for it, so no handler outlives its step.
+func (a *readAhead[Row]) takeHandled(ctx context.Context) ([]Row, Cursor, time.Time, error) {
+	a.mu.Lock()
+	ch, cancel := a.ch, a.cancel
+	a.ch, a.cancel, a.handled = nil, nil, false
+	a.mu.Unlock()
+	if ch == nil {
+		return nil, nil, time.Time{}, errPassEnded
+	}
+	select {
+	case r := <-ch:
+		cancel(nil)
+		return r.rows, r.next, r.began, r.err
+	case <-ctx.Done():
+		cancel(context.Cause(ctx))
+		<-ch
+		return nil, nil, time.Time{}, context.Cause(ctx)
+	}
+}
+
+// stop ends a page handled ahead that nobody will take, and waits for its handler to return.
+// A plain read-ahead is left to finish on its own: it writes nothing.
+func (a *readAhead[Row]) stop() {
+	a.mu.Lock()
+	ch, cancel, handled := a.ch, a.cancel, a.handled
+	a.ch, a.cancel, a.handled = nil, nil, false
+	a.mu.Unlock()
+	if ch != nil && handled {
+		cancel(errPassEnded)
+		<-ch
+	}
+}
+
+// close stops what was started ahead and refuses anything more: the pass is ending.
+func (a *readAhead[Row]) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.stop()
 }
 
 func (a *readAhead[Row]) start(ctx context.Context, index int, req PageRequest, src Source[Row]) {
+	a.stop()
 	ch := make(chan pageRead[Row], 1)
+	a.mu.Lock()
 	a.index, a.after, a.ch = index, req.After, ch
+	a.mu.Unlock()
 	go func() {
 		rows, next, err := src.Page(ctx, req)
-		ch <- pageRead[Row]{rows, next, err}
+		ch <- pageRead[Row]{rows: rows, next: next, err: err}
 	}()
 }
 
 func (a *readAhead[Row]) take(ctx context.Context, index int, req PageRequest, src Source[Row]) ([]Row, Cursor, error) {
-	ch := a.ch
+	a.mu.Lock()
+	handled := a.handled
+	a.mu.Unlock()
+	if handled {
+		a.stop() // handled ahead for another page or cursor: never the case (see handles)
+	}
+	a.mu.Lock()
+	ch, at, after := a.ch, a.index, a.after
 	a.ch = nil
-	if ch != nil && a.index == index && reflect.DeepEqual(a.after, req.After) {
+	a.mu.Unlock()
+	if ch != nil && at == index && reflect.DeepEqual(after, req.After) {
 		select {
 		case r := <-ch:
 			if r.err == nil {

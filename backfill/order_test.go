@@ -196,3 +196,101 @@ func TestASlowProgressReportDoesNotHoldThePages(t *testing.T) {
 		}
 	})
 }
+
+// With OverlapCheckpoints a page's handler runs while the previous page's checkpoint commits, so
+// the checkpoint leaves the pages' critical path: per page, the path holds the handler and the
+// next read, no commit of ours. What stays: a page's checkpoint is recorded only after its own
+// handler returned and the previous checkpoint landed, and no page is handled twice.
+func TestOverlapCheckpointsHandlesAPageWhileThePreviousCheckpointCommits(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, env *testenv.Env) {
+		tb := newTable(20)
+		fe := newHoldingFrontend(env.Engine)
+		var mu sync.Mutex
+		var onPath []int           // pages whose handler ran while the previous checkpoint was in flight
+		returned := map[int]bool{} // pages whose handler returned
+		var violations []string
+		inner := tb.source()
+		src := backfill.SourceFunc[row](func(ctx context.Context, req backfill.PageRequest) ([]row, backfill.Cursor, error) {
+			page := 0
+			if req.After != nil {
+				n, _ := backfill.ParseCount(req.After[0])
+				page = int(n) / 4
+			}
+			rows, next, err := inner.Page(ctx, req)
+			select {
+			case fe.ahead <- page:
+			default:
+			}
+			return rows, next, err
+		})
+		handle := func(ctx context.Context, b backfill.Batch[row]) error {
+			if b.Index > 0 {
+				fe.mu.Lock()
+				inFlight := !fe.landed[b.Index-1]
+				fe.mu.Unlock()
+				if inFlight {
+					mu.Lock()
+					onPath = append(onPath, b.Index)
+					mu.Unlock()
+				}
+			}
+			err := tb.handle(ctx, b)
+			mu.Lock()
+			returned[b.Index] = true
+			mu.Unlock()
+			return err
+		}
+		b := backfill.MustDefine("checkpoint-overlap", backfill.AllTenants(), src, handle, backfill.BatchSize(4),
+			backfill.Rate(1e6), backfill.OverlapCheckpoints())
+		checking := &orderCheck{Frontend: fe, check: func(page int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !returned[page] && page < 5 {
+				violations = append(violations, fmt.Sprintf("batch:%d recorded before its handler returned", page))
+			}
+			fe.mu.Lock()
+			defer fe.mu.Unlock()
+			if page > 0 && !fe.landed[page-1] {
+				violations = append(violations, fmt.Sprintf("batch:%d recorded before batch:%d landed", page, page-1))
+			}
+		}}
+		env.Worker(workerConfig(checking), b)
+		res := enqueue(t, env, b, backfill.Input{})
+		out := result(t, b, env.Await(res.RunID, store.StateCompleted))
+		if out.Rows != 20 || out.Batches != 6 {
+			t.Fatalf("result = %+v; want 20 rows in 6 batches (the last one empty)", out)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(violations) > 0 {
+			t.Fatal(strings.Join(violations, "; "))
+		}
+		if len(onPath) == 0 {
+			t.Fatal("every handler waited for the previous checkpoint: the checkpoint's commit is still on the pages' path")
+		}
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		for id, n := range tb.handled {
+			if n != 1 {
+				t.Fatalf("row %d handled %d times", id, n)
+			}
+		}
+	})
+}
+
+// orderCheck sees each page's checkpoint before it is sent.
+type orderCheck struct {
+	frontend.Frontend
+	check func(page int)
+}
+
+func (o *orderCheck) Record(ctx context.Context, req frontend.RecordRequest) (frontend.RecordResponse, error) {
+	for _, c := range req.Commands {
+		if c.Kind == frontend.CmdStep && strings.HasPrefix(c.Name, "batch:") {
+			page, _ := strconv.Atoi(strings.TrimPrefix(c.Name, "batch:"))
+			o.check(page)
+		}
+	}
+	return o.Frontend.Record(ctx, req)
+}
