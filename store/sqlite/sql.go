@@ -133,14 +133,6 @@ const (
 		LIMIT ?`
 
 	sqlTimerNext = `SELECT min(due_at) FROM timers`
-
-	// sqlTimerWake is a timer's wake-up of its run (wtx.wake's transition, for the timer path):
-	// ready at now, its lease cleared, :step (1 with a fire event, else 0) added to last_seq;
-	// no row when the run is neither suspended nor delayed, and the timer is dropped.
-	sqlTimerWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
-		last_seq = last_seq + :step
-		WHERE id = :id AND state IN ('suspended', 'delayed')
-		RETURNING queue, worker_id, last_seq`
 )
 
 // Waits, events and deliveries.
@@ -228,7 +220,7 @@ var writeStatements = []string{
 	sqlRunGet, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
 	sqlClaimCandidates, sqlClaimRun, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
 	sqlHistoryInsert,
-	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimerWake,
+	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue,
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,

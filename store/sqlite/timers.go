@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/ultimat3/jobs/history"
@@ -37,15 +36,24 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 				if woken[d.runID] {
 					continue // the run's wake-up already removed this timer
 				}
-				w, ok, err := t.fireTimer(d, now)
+				if _, err := t.exec(sqlTimerDelete, d.runID, d.key); err != nil {
+					return err
+				}
+				r, ok, err := t.getRun(d.runID)
 				if err != nil {
 					return err
 				}
-				if !ok {
+				if !ok || (r.State != store.StateSuspended && r.State != store.StateDelayed) {
 					continue // dropped: the run woke some other way, or finished
 				}
+				if d.fire != nil {
+					d.fire.At = now // when it fired, not when it was due
+				}
+				if err := t.wake(&r, now, d.fire); err != nil {
+					return err
+				}
 				woken[d.runID] = true
-				out = append(out, w)
+				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
 			}
 		}
 		return nil
@@ -54,39 +62,6 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 		return nil, err
 	}
 	return out, nil
-}
-
-// fireTimer fires one due timer: it wakes the timer's run if the run is suspended or delayed,
-// and drops the timer otherwise. It is wake's transition written for the timer path, which runs
-// once for every wake-up at the rate timers fall due: one UPDATE moves the run to ready and
-// returns what the wake-up needs, where reading the whole row (its input included) and writing
-// every mutable column back cost the single writer two statements more per timer; the run's
-// timers (this one among them) and waits go in the two deletes every wake-up makes.
-func (t *wtx) fireTimer(d dueTimer, now time.Time) (store.Woken, bool, error) {
-	var w store.Woken
-	var seq int64
-	step := 0
-	if d.fire != nil {
-		step = 1
-	}
-	err := t.queryRow(sqlTimerWake, nameArgs("now", encTime(now), "zero", int64(minTime), "step", step, "id", d.runID)...).
-		Scan(&w.Queue, &w.WorkerID, &seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		_, err = t.exec(sqlTimerDelete, d.runID, d.key)
-		return w, false, err
-	}
-	if err != nil {
-		return w, false, err
-	}
-	w.RunID = d.runID
-	if d.fire != nil {
-		e := *d.fire
-		// When it fired, not when it was due.
-		if _, err := t.exec(sqlHistoryInsert, d.runID, seq, string(e.Kind), e.Name, encTime(now), blobArg(e.Data)); err != nil {
-			return w, false, err
-		}
-	}
-	return w, true, t.clearWaiting(d.runID)
 }
 
 // timerBatch is how many due timers an unlimited TimerFire reads at a time: the rows are read
