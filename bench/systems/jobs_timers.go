@@ -3,6 +3,7 @@ package systems
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,13 +124,21 @@ func (s *jobsSystem) TimerLag(ctx context.Context, spec TimerSpec) (Measure, err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		lags := make([]time.Duration, 0, n)
+		// In due order: whether the lag is the early runs', the late ones' or a burst's is part
+		// of the finding.
+		type due struct{ at, fired time.Time }
+		dues := make([]due, 0, n)
 		for id, f := range fired {
 			w, ok := wakeAt[id]
 			if !ok {
 				return Result{}, fmt.Errorf("run %s fired with no sleep recorded", id)
 			}
-			lags = append(lags, f.Sub(w))
+			dues = append(dues, due{w, f})
+		}
+		slices.SortFunc(dues, func(a, b due) int { return a.at.Compare(b.at) })
+		lags := make([]time.Duration, 0, n)
+		for _, d := range dues {
+			lags = append(lags, d.fired.Sub(d.at))
 		}
 		if len(lags) != n {
 			return Result{}, fmt.Errorf("%d of %d runs recorded their firing", len(lags), n)

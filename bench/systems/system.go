@@ -72,7 +72,8 @@ type Result struct {
 	// HistoryRead is the part of the timed call spent reading the run's history from the store
 	// (resume).
 	HistoryRead time.Duration
-	// Lags holds fired − due for every timer (timers), in no particular order.
+	// Lags holds fired − due for every timer: in due order for timers (so the report can show
+	// where in the window the lag grew), in no particular order for fairness.
 	Lags []time.Duration
 	// Arm is how long the runs took, before the timed call, from the first enqueue until every
 	// one had reached its sleep (timers); Slack is the least time left between a run reaching

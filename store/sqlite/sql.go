@@ -126,13 +126,22 @@ const (
 
 	// sqlTimersDue reads due timers, oldest DueAt first (then run and key, so the order is
 	// the same in every backend), through timers_due.
-	sqlTimersDue = `SELECT run_id, key, fire_kind, fire_name, fire_at, fire_data
-		FROM timers
-		WHERE due_at <= ?
-		ORDER BY due_at, run_id, key
+	// Each timer comes with what its fire needs of its run (NULLs: the run is gone), so the
+	// fire reads no run row of its own.
+	sqlTimersDue = `SELECT t.run_id, t.key, t.fire_kind, t.fire_name, t.fire_at, t.fire_data,
+		       r.state, r.queue, r.worker_id, r.last_seq
+		FROM timers t LEFT JOIN runs r ON r.id = t.run_id
+		WHERE t.due_at <= ?
+		ORDER BY t.due_at, t.run_id, t.key
 		LIMIT ?`
 
 	sqlTimerNext = `SELECT min(due_at) FROM timers`
+
+	// sqlTimerWake is wtx.wake's change to the run row, for a timer's fire: the columns a
+	// wake-up changes and no others, so the indexes on the rest are left alone.
+	sqlTimerWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
+		last_seq = :last_seq
+		WHERE id = :id`
 )
 
 // Waits, events and deliveries.
@@ -220,7 +229,7 @@ var writeStatements = []string{
 	sqlRunGet, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
 	sqlClaimCandidates, sqlClaimRun, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
 	sqlHistoryInsert,
-	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue,
+	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimerWake,
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,

@@ -110,6 +110,9 @@ type Store struct {
 	lock   *fileLock // held while open: one engine per database file (lock.go)
 	// migrated is how many migrations Open applied (0: the file was up to date).
 	migrated int
+	// writes counts the write transactions begun: the one writer's turns, which the timer
+	// path's tests count.
+	writes atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -359,6 +362,7 @@ func (t *wtx) queryRow(query string, args ...any) *sql.Row {
 // write runs fn in one write transaction and commits it. An error of fn that is a *jobs.Error is
 // a refusal and is returned as is; any other error means the store failed.
 func (s *Store) write(ctx context.Context, op string, fn func(t *wtx) error) error {
+	s.writes.Add(1)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return failed(op, err)

@@ -187,6 +187,9 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 		s.Lag.SpacingMs = float64(spec.TimerWindow) / float64(spec.N) / float64(time.Millisecond)
 		s.Lag.WindowS, s.Lag.LeadS = spec.TimerWindow.Seconds(), spec.TimerLead.Seconds()
 		s.Lag.ArmS, s.Lag.SlackMs = res.Arm.Seconds(), float64(res.Slack)/float64(time.Millisecond)
+		if spec.Scenario == systems.ScenarioTimers {
+			s.Lag.Tenths = record.ByTenth(res.Lags)
+		}
 	}
 
 	// Statistics are exact only once the system's backends have exited and flushed them.

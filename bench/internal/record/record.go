@@ -97,6 +97,22 @@ type Lag struct {
 	ArmS    float64 `json:"arm_s"`
 	SlackMs float64 `json:"slack_ms"`
 	LeadS   float64 `json:"lead_s"`
+	// Tenths is the p99 of each tenth of the window, first due times first (timers only): a
+	// lag that grows tenth by tenth is a backlog, one tenth far above the rest a burst.
+	Tenths []float64 `json:"p99_by_tenth_ms,omitempty"`
+}
+
+// ByTenth is the nearest-rank p99 of each tenth of lags, which are in due order; nil for fewer
+// than ten.
+func ByTenth(lags []time.Duration) []float64 {
+	if len(lags) < 10 {
+		return nil
+	}
+	out := make([]float64, 10)
+	for i := range out {
+		out[i] = Summarize(lags[i*len(lags)/10 : (i+1)*len(lags)/10]).P99
+	}
+	return out
 }
 
 // Summarize computes a Lag from raw lags (nearest-rank percentiles).

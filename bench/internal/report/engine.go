@@ -179,6 +179,34 @@ func renderTimers(w func(string, ...any), samples []record.Sample, keys []string
 			num(g.med(lag(func(l *record.Lag) float64 { return l.ArmS })), 1),
 			num(g.med(lag(func(l *record.Lag) float64 { return l.SlackMs })), 0))
 	}
+	// Where in the window the lag grew: a backlog rises tenth by tenth, a burst stands out in
+	// one tenth (saved runs from before the breakdown existed have none, and show no table).
+	tenths := false
+	for _, k := range order {
+		for _, s := range m[k].ok {
+			tenths = tenths || (s.Lag != nil && len(s.Lag.Tenths) == 10)
+		}
+	}
+	if tenths {
+		w("\np99 (ms) of each tenth of the window, earliest due times first (median over runs):\n\n")
+		w("| system | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, k := range order {
+			g := m[k]
+			if len(g.ok) == 0 {
+				continue
+			}
+			row := "| " + g.label + " |"
+			for i := range 10 {
+				row += " " + num(g.med(lag(func(l *record.Lag) float64 {
+					if len(l.Tenths) != 10 {
+						return math.NaN()
+					}
+					return l.Tenths[i]
+				})), 1) + " |"
+			}
+			w("%s\n", row)
+		}
+	}
 	w("\n\"All asleep after\" is how long the runs took from the first enqueue until every one had recorded its sleep; \"least slack\" the least time any had left before its due time when it did (both outside the measured window). No Postgres counters are shown for sections 5 and 6: the arming (or the writing of the long history) goes through the pool the timed part then uses, and Postgres backends flush their statistics lazily, so the window would be charged with it.\n\n")
 }
 
