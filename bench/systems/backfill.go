@@ -4,9 +4,10 @@ import "context"
 
 // Section 8: backfills (our engine only).
 const (
-	ScenarioBackfill       = "backfill"        // an unthrottled backfill pass over a table of n rows
-	ScenarioBackfillLoop   = "backfill-loop"   // a hand-written keyset UPDATE loop over the same table
-	ScenarioBackfillResume = "backfill-resume" // a pass with n completed pages resumes on a fresh worker
+	ScenarioBackfill        = "backfill"         // an unthrottled backfill pass over a table of n rows
+	ScenarioBackfillOverlap = "backfill-overlap" // the same pass with backfill.OverlapCheckpoints
+	ScenarioBackfillLoop    = "backfill-loop"    // a hand-written keyset UPDATE loop over the same table
+	ScenarioBackfillResume  = "backfill-resume"  // a pass with n completed pages resumes on a fresh worker
 )
 
 // Backfiller is implemented by systems that measure backfills (our engine). Each method does its
@@ -15,6 +16,9 @@ type Backfiller interface {
 	// BackfillPass fills a table of `rows` rows in the run's Postgres database; the Measure
 	// sweeps it with a backfill pass at a rate far above what its pages achieve (Units: rows).
 	BackfillPass(ctx context.Context, rows int) (Measure, error)
+	// BackfillOverlap is BackfillPass with backfill.OverlapCheckpoints: a page's handler starts
+	// while the previous page's checkpoint commits (Units: rows).
+	BackfillOverlap(ctx context.Context, rows int) (Measure, error)
 	// BackfillLoop fills the same table; the Measure sweeps it with a hand-written keyset loop
 	// making the same two statements a page (Units: rows).
 	BackfillLoop(ctx context.Context, rows int) (Measure, error)

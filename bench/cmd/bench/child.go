@@ -147,7 +147,7 @@ func runSystem(ctx context.Context, spec childSpec) (s record.Sample) {
 	case systems.ScenarioTenStep:
 		res, err = sys.TenStep(ctx, spec.N, spec.Concurrency)
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+		systems.ScenarioBackfill, systems.ScenarioBackfillOverlap, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 		systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
 		systems.ScenarioRelay,
 		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty,
@@ -228,7 +228,7 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 			return r.ReplayCheck(ctx, spec.N)
 		}
 		return r.Resume(ctx, spec.N)
-	case systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
+	case systems.ScenarioBackfill, systems.ScenarioBackfillOverlap, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume:
 		b, ok := sys.(systems.Backfiller)
 		if !ok {
 			return nil, systems.Unsupported("backfills are measured for our engine only")
@@ -236,6 +236,8 @@ func prepare(ctx context.Context, sys systems.System, spec childSpec) (systems.M
 		switch spec.Scenario {
 		case systems.ScenarioBackfill:
 			return b.BackfillPass(ctx, spec.N)
+		case systems.ScenarioBackfillOverlap:
+			return b.BackfillOverlap(ctx, spec.N)
 		case systems.ScenarioBackfillLoop:
 			return b.BackfillLoop(ctx, spec.N)
 		}

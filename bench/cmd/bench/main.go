@@ -86,7 +86,7 @@ type config struct {
 // allScenarios are the names BENCH_SCENARIOS accepts, in the order the harness runs them.
 var allScenarios = []string{record.ScenarioPgbench, record.ScenarioSQLite, systems.ScenarioNoop, systems.ScenarioTenStep,
 	systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-	systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+	systems.ScenarioBackfill, systems.ScenarioBackfillOverlap, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 	systems.ScenarioBulk, systems.ScenarioTxPlain, systems.ScenarioTxEnqueue, systems.ScenarioTxStage,
 	systems.ScenarioRelay, systems.ScenarioFairness, scenarioDrain,
 	"scale"} // section 11: run.sh runs `bench scale` after the harness and appends its report

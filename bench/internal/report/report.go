@@ -652,7 +652,7 @@ func scenarioName(s record.Sample) string {
 	case record.ScenarioSQLite:
 		return "sqlite(" + s.Sync + ")"
 	case systems.ScenarioReplay, systems.ScenarioResume, systems.ScenarioTimers,
-		systems.ScenarioBackfill, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
+		systems.ScenarioBackfill, systems.ScenarioBackfillOverlap, systems.ScenarioBackfillLoop, systems.ScenarioBackfillResume,
 		systems.ScenarioFairness, systems.ScenarioFairnessOldest, systems.ScenarioFairnessEmpty:
 		return fmt.Sprintf("%s(%d)", s.Scenario, s.N)
 	}
