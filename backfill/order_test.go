@@ -112,16 +112,9 @@ func TestAHandlerWaitsForThePreviousCheckpointToBeDurable(t *testing.T) {
 		}
 		b := backfill.MustDefine("checkpoint-order", backfill.AllTenants(), src, handle, backfill.BatchSize(4), backfill.Rate(1e6))
 		env.Worker(workerConfig(fe), b)
-		res := enqueue(t, env, b, backfill.Input{})
-		out := result(t, b, env.Await(res.RunID, store.StateCompleted))
-		if out.Rows != 20 || out.Batches != 6 {
-			t.Fatalf("result = %+v; want 20 rows in 6 batches (the last one empty)", out)
-		}
+		sweepTwenty(t, env, b, &mu, &violations)
 		mu.Lock()
 		defer mu.Unlock()
-		if len(violations) > 0 {
-			t.Fatal(strings.Join(violations, "; "))
-		}
 		fe.mu.Lock()
 		defer fe.mu.Unlock()
 		if len(fe.readHit) == 0 {
@@ -256,16 +249,9 @@ func TestOverlapCheckpointsHandlesAPageWhileThePreviousCheckpointCommits(t *test
 			}
 		}}
 		env.Worker(workerConfig(checking), b)
-		res := enqueue(t, env, b, backfill.Input{})
-		out := result(t, b, env.Await(res.RunID, store.StateCompleted))
-		if out.Rows != 20 || out.Batches != 6 {
-			t.Fatalf("result = %+v; want 20 rows in 6 batches (the last one empty)", out)
-		}
+		sweepTwenty(t, env, b, &mu, &violations)
 		mu.Lock()
 		defer mu.Unlock()
-		if len(violations) > 0 {
-			t.Fatal(strings.Join(violations, "; "))
-		}
 		if len(onPath) == 0 {
 			t.Fatal("every handler waited for the previous checkpoint: the checkpoint's commit is still on the pages' path")
 		}
@@ -277,6 +263,22 @@ func TestOverlapCheckpointsHandlesAPageWhileThePreviousCheckpointCommits(t *test
 			}
 		}
 	})
+}
+
+// sweepTwenty runs the pass b over the test's 20 rows (batches of 4) to completion, checks its
+// result, and fails on any violation the handlers collected under mu.
+func sweepTwenty[T any](t *testing.T, env *testenv.Env, b *backfill.Backfill[T], mu *sync.Mutex, violations *[]string) {
+	t.Helper()
+	res := enqueue(t, env, b, backfill.Input{})
+	out := result(t, b, env.Await(res.RunID, store.StateCompleted))
+	if out.Rows != 20 || out.Batches != 6 {
+		t.Fatalf("result = %+v; want 20 rows in 6 batches (the last one empty)", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(*violations) > 0 {
+		t.Fatal(strings.Join(*violations, "; "))
+	}
 }
 
 // orderCheck sees each page's checkpoint before it is sent.

@@ -33,20 +33,16 @@ func (h *heldApplies) RunApply(ctx context.Context, ms []store.Mutation) ([]stor
 	return h.Store.RunApply(ctx, ms)
 }
 
-var overlapJob = jobs.MustDefine("overlap", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
-	func(*jobs.Ctx, int) (int, error) { return 0, nil })
-
-// With one group commit in flight, a second starts only once OverlapAt records wait for it: a
-// lone record waits for the commit in flight (batches stay large), a full batch does not.
-func TestGroupCommitOverlapsWhenFull(t *testing.T) {
-	t.Parallel()
+// startHeld starts an engine over a heldApplies store with cfg (Store and Logger filled in),
+// enqueues n overlap runs from first on, and polls until it holds their n tasks.
+func startHeld(t *testing.T, cfg engine.Config, first, n int) (*engine.Engine, *heldApplies, []frontend.Task) {
+	t.Helper()
 	st := &heldApplies{Store: memory.New(), entered: make(chan int, 16), release: make(chan struct{})}
-	eng, err := engine.New(engine.Config{Store: st, Logger: testenv.Logger(), AllowUndeclared: true, OverlapAt: 3,
-		PollFallback: 50 * time.Millisecond})
+	cfg.Store, cfg.Logger, cfg.AllowUndeclared, cfg.PollFallback = st, testenv.Logger(), true, 50*time.Millisecond
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
 	if err := eng.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,20 +52,33 @@ func TestGroupCommitOverlapsWhenFull(t *testing.T) {
 		_ = eng.Stop(stop)
 	})
 	testenv.Declare(t, eng, "w1", overlapJob)
-	const runs = 5
-	for i := 0; i < runs; i++ {
-		if _, err := overlapJob.Enqueue(ctx, eng, i); err != nil {
+	ctx := t.Context()
+	for i := 0; i < n; i++ {
+		if _, err := overlapJob.Enqueue(ctx, eng, first+i); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var tasks []frontend.Task
-	for len(tasks) < runs {
-		got, err := eng.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{jobs.DefaultQueue}, Max: runs, Wait: time.Second})
+	for len(tasks) < n {
+		got, err := eng.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{jobs.DefaultQueue}, Max: n, Wait: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tasks = append(tasks, got...)
 	}
+	return eng, st, tasks
+}
+
+var overlapJob = jobs.MustDefine("overlap", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
+	func(*jobs.Ctx, int) (int, error) { return 0, nil })
+
+// With one group commit in flight, a second starts only once OverlapAt records wait for it: a
+// lone record waits for the commit in flight (batches stay large), a full batch does not.
+func TestGroupCommitOverlapsWhenFull(t *testing.T) {
+	t.Parallel()
+	const runs = 5
+	eng, st, tasks := startHeld(t, engine.Config{OverlapAt: 3}, 0, runs)
+	ctx := t.Context()
 	out, _ := jobs.Encode(1)
 	var wg sync.WaitGroup
 	errs := make(chan error, runs)
@@ -139,36 +148,9 @@ func TestGroupCommitOverlapsWhenFull(t *testing.T) {
 // queued behind a commit goes together with the next record of the run that commit answered.
 func TestGroupCommitGathersTheAnsweredRuns(t *testing.T) {
 	t.Parallel()
-	st := &heldApplies{Store: memory.New(), entered: make(chan int, 16), release: make(chan struct{})}
 	// GatherWait far longer than the test: only the answered run's record ends the wait.
-	eng, err := engine.New(engine.Config{Store: st, Logger: testenv.Logger(), AllowUndeclared: true, OverlapAt: 16,
-		GatherWait: time.Hour, PollFallback: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, st, tasks := startHeld(t, engine.Config{OverlapAt: 16, GatherWait: time.Hour}, 100, 2)
 	ctx := t.Context()
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = eng.Stop(stop)
-	})
-	testenv.Declare(t, eng, "w1", overlapJob)
-	for i := 0; i < 2; i++ {
-		if _, err := overlapJob.Enqueue(ctx, eng, 100+i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var tasks []frontend.Task
-	for len(tasks) < 2 {
-		got, err := eng.Poll(ctx, frontend.PollRequest{WorkerID: "w1", Queues: []string{jobs.DefaultQueue}, Max: 2, Wait: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tasks = append(tasks, got...)
-	}
 	out, _ := jobs.Encode(1)
 	record := func(task frontend.Task, afterSeq int64, name string) (frontend.RecordResponse, error) {
 		return eng.Record(ctx, frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, AfterSeq: afterSeq,
