@@ -163,8 +163,15 @@ FROM picked WHERE r.id = picked.id
 RETURNING {RUN_R}`,
 
 	// Every multi-run lock takes its rows in id order, so two of them never deadlock.
-	stmtRunsLock: `SELECT {RUN} FROM {S}.runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
-	stmtRunLock:  `SELECT {RUN} FROM {S}.runs WHERE id = $1 FOR UPDATE`,
+	// stmtRunsLock reaches each run by primary key, one id at a time (a subquery that carries
+	// FOR UPDATE is not merged into the join), for the reason TimerFire's first statement does:
+	// as id = ANY($1), the generic plan a connection caches while runs is nearly empty is a
+	// sequential scan of runs, kept until an ANALYZE, so every record read every run.
+	stmtRunsLock: `
+SELECT {RUN_R} FROM (SELECT DISTINCT id FROM unnest($1::text[]) AS u(id) ORDER BY id) t
+CROSS JOIN LATERAL (SELECT * FROM {S}.runs WHERE id = t.id FOR UPDATE) r
+ORDER BY t.id`,
+	stmtRunLock: `SELECT {RUN} FROM {S}.runs WHERE id = $1 FOR UPDATE`,
 
 	// The lookback check of a wait: the earliest events named $1 published at or after $2 whose
 	// fields include the match and that this run has not received. $5 is how many candidates
