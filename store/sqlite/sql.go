@@ -151,30 +151,11 @@ const (
 
 	sqlTimerNext = `SELECT min(due_at) FROM timers`
 
-	// A batch of timer fires is four statements whatever its size (wtx.fireTimers); :fires is
-	// a JSON array of [run_id, key, last_seq] for the timer that wakes each run, last_seq
-	// being the run's after the fire. sqlTimersFireEvents appends each fire event, copied
-	// from its timer's row and stamped :now, at the run's next seq (read before
-	// sqlTimersWake moves it).
-	sqlTimersFireEvents = `INSERT INTO history (run_id, seq, kind, name, at, data)
-		SELECT t.run_id, r.last_seq + 1, t.fire_kind, t.fire_name, :now, t.fire_data
-		FROM json_each(:fires) f
-		JOIN timers t ON t.run_id = json_extract(f.value, '$[0]') AND t.key = json_extract(f.value, '$[1]')
-		JOIN runs r ON r.id = t.run_id
-		WHERE t.fire_kind IS NOT NULL`
-
-	// sqlTimersWake is wtx.wake's change to each woken run's row: the columns a wake-up
-	// changes and no others, so the indexes on the rest are left alone.
-	sqlTimersWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
-		last_seq = f.last_seq
-		FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[2]') AS last_seq
-		      FROM json_each(:fires)) AS f
-		WHERE runs.id = f.id`
-
-	// sqlTimersDeleteRuns and sqlWaitsDeleteRuns remove every timer and wait of the runs in
-	// :ids (a JSON array).
-	sqlTimersDeleteRuns = `DELETE FROM timers WHERE run_id IN (SELECT value FROM json_each(:ids))`
-	sqlWaitsDeleteRuns  = `DELETE FROM waits WHERE run_id IN (SELECT value FROM json_each(:ids))`
+	// sqlTimerWake is wtx.wake's change to the run row, for a timer's fire: the columns a
+	// wake-up changes and no others, so the indexes on the rest are left alone.
+	sqlTimerWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
+		last_seq = :last_seq
+		WHERE id = :id`
 )
 
 // Waits, events and deliveries.
@@ -262,7 +243,7 @@ var writeStatements = []string{
 	sqlRunGet, sqlRunGetApply, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
 	sqlClaimCandidates, sqlClaimRuns, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
 	sqlHistoryInsert,
-	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimersFireEvents, sqlTimersWake, sqlTimersDeleteRuns, sqlWaitsDeleteRuns,
+	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimerWake,
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,

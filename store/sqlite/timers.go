@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 
 	"github.com/ultimat3/jobs/history"
@@ -33,10 +32,9 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 				return nil
 			}
 			woken := map[string]bool{}
-			var fires []dueTimer
 			for _, d := range dues {
 				if woken[d.runID] {
-					continue // the run's wake-up removes this timer too
+					continue // the run's wake-up already removed this timer
 				}
 				if d.state != store.StateSuspended && d.state != store.StateDelayed {
 					// Dropped: the run woke some other way, or finished (or is gone).
@@ -45,12 +43,11 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 					}
 					continue
 				}
+				if err := t.fireTimer(d, now); err != nil {
+					return err
+				}
 				woken[d.runID] = true
-				fires = append(fires, d)
 				out = append(out, store.Woken{RunID: d.runID, Queue: d.queue, WorkerID: d.workerID})
-			}
-			if err := t.fireTimers(fires, now); err != nil {
-				return err
 			}
 		}
 		return nil
@@ -76,62 +73,24 @@ type dueTimer struct {
 	hasWaits        bool // the run has a wait for an event besides the timer
 }
 
-// fireTimers is wtx.wake for a batch's due timers, one a run, of suspended or delayed runs, from
-// the runs' columns the batch read brought: the timers fall due at whatever rate the runs chose,
-// and this is the single writer's work for each, so it reads no run row, writes only the
-// columns a wake-up changes, and runs four statements for the batch, not four a timer (what the
-// per-timer statements cost is in bench/ANALYSIS.md, "Timer lag in the whole bench"). The fire
-// event is stamped with when it fired, not when it was due.
-func (t *wtx) fireTimers(fires []dueTimer, now time.Time) error {
-	if len(fires) == 0 {
-		return nil
-	}
-	list := make([][3]any, len(fires))
-	ids := make([]string, len(fires))
-	var waiting []string
-	events := false
-	for i, d := range fires {
-		seq := d.lastSeq
-		if d.fire != nil {
-			seq++
-			events = true
-		}
-		list[i] = [3]any{d.runID, d.key, seq}
-		ids[i] = d.runID
-		if d.hasWaits {
-			waiting = append(waiting, d.runID)
-		}
-	}
-	fireList, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	idList, err := json.Marshal(ids)
-	if err != nil {
-		return err
-	}
-	at := encTime(now)
-	if events {
-		if _, err := t.exec(sqlTimersFireEvents, nameArgs("now", at, "fires", string(fireList))...); err != nil {
+// fireTimer is wtx.wake for a due timer of a suspended or delayed run, from the run's columns the
+// batch read brought: the timers fall due at whatever rate the runs chose, and this is the
+// single writer's work for each, so it reads no run row and writes only the columns a wake-up
+// changes (what wake's read and whole-row write cost is in bench/ANALYSIS.md, "Timer lag in the
+// whole bench"). The fire event is stamped with when it fired, not when it was due.
+func (t *wtx) fireTimer(d dueTimer, now time.Time) error {
+	seq := d.lastSeq
+	if d.fire != nil {
+		seq++
+		if _, err := t.exec(sqlHistoryInsert, d.runID, seq, string(d.fire.Kind), d.fire.Name, encTime(now), blobArg(d.fire.Data)); err != nil {
 			return err
 		}
 	}
-	if _, err := t.exec(sqlTimersWake, nameArgs("now", at, "zero", int64(minTime), "fires", string(fireList))...); err != nil {
+	if err := t.clearSome(d.runID, true, d.hasWaits); err != nil {
 		return err
 	}
-	if _, err := t.exec(sqlTimersDeleteRuns, sql.Named("ids", string(idList))); err != nil {
-		return err
-	}
-	if len(waiting) > 0 {
-		waitList, err := json.Marshal(waiting)
-		if err != nil {
-			return err
-		}
-		if _, err := t.exec(sqlWaitsDeleteRuns, sql.Named("ids", string(waitList))); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := t.exec(sqlTimerWake, nameArgs("now", encTime(now), "zero", int64(minTime), "last_seq", seq, "id", d.runID)...)
+	return err
 }
 
 func (t *wtx) dueTimers(now time.Time, limit int) ([]dueTimer, error) {
