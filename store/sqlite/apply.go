@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"time"
 
@@ -33,12 +35,13 @@ func (s *Store) RunApply(ctx context.Context, ms []store.Mutation) ([]store.Muta
 
 // apply applies one mutation. Its error is the store's failure; a refusal is in the result.
 func (t *wtx) apply(m *store.Mutation) (store.MutationResult, error) {
-	r, ok, err := t.getRun(m.RunID)
+	var hasTimers, hasWaits bool
+	r, err := scanRun(t.queryRow(sqlRunGetApply, m.RunID), &hasTimers, &hasWaits)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.MutationResult{Err: errNotFound(m.RunID)}, nil
+	}
 	if err != nil {
 		return store.MutationResult{}, err
-	}
-	if !ok {
-		return store.MutationResult{Err: errNotFound(m.RunID)}, nil
 	}
 	was := r
 	if err := refusal(r.ID, r.State, r.Fence, m.Fence); err != nil {
@@ -88,8 +91,8 @@ func (t *wtx) apply(m *store.Mutation) (store.MutationResult, error) {
 	if r.State.Finished() {
 		// A finished run waits for nothing: its timers and waits go, the mutation's own
 		// included (a timer would be dropped at fire time anyway; removing it keeps TimerNext
-		// honest).
-		if err := t.clearWaiting(r.ID); err != nil {
+		// honest). The run's timers and waits were read with it, in this transaction.
+		if err := t.clearSome(r.ID, hasTimers, hasWaits); err != nil {
 			return store.MutationResult{}, err
 		}
 	} else {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -13,16 +14,16 @@ import (
 	"github.com/ultimat3/jobs/store"
 )
 
-// scanRun reads a row of runCols.
-func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
+// scanRun reads a row of runCols, then the row's further columns into extra.
+func scanRun(sc interface{ Scan(...any) error }, extra ...any) (store.Run, error) {
 	var r store.Run
 	var state string
 	var noTenant int64
 	var leaseUntil, readyAt, createdAt, updatedAt, finishedAt int64
-	err := sc.Scan(&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &noTenant, &r.EnqueuedBy,
+	err := sc.Scan(append([]any{&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &noTenant, &r.EnqueuedBy,
 		blob{&r.Input}, &state, &r.Attempt, &r.Fence, &r.WorkerID, &leaseUntil, &readyAt,
 		&r.LastSeq, blob{&r.Result}, &r.ErrorCode, &r.Error, &r.StopReason,
-		&createdAt, &updatedAt, &finishedAt, &r.TraceParent, &r.TraceState, &r.Priority)
+		&createdAt, &updatedAt, &finishedAt, &r.TraceParent, &r.TraceState, &r.Priority}, extra...)...)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -96,11 +97,23 @@ func (t *wtx) appendEvents(r *store.Run, evs ...history.Event) ([]history.Event,
 
 // clearWaiting removes every timer and wait of a run.
 func (t *wtx) clearWaiting(runID string) error {
-	if _, err := t.exec(sqlTimersDeleteRun, runID); err != nil {
-		return err
+	return t.clearSome(runID, true, true)
+}
+
+// clearSome is clearWaiting for a caller that read, in this transaction, whether the run has
+// timers and waits: a delete that would find nothing is not run.
+func (t *wtx) clearSome(runID string, timers, waits bool) error {
+	if timers {
+		if _, err := t.exec(sqlTimersDeleteRun, runID); err != nil {
+			return err
+		}
 	}
-	_, err := t.exec(sqlWaitsDeleteRun, runID)
-	return err
+	if waits {
+		if _, err := t.exec(sqlWaitsDeleteRun, runID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wake ends r's suspension (a timer fired or an event was delivered): ev, if any, is appended,
@@ -593,17 +606,36 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStats, error) {
 	return out, nil
 }
 
-// claimRuns claims the chosen candidates, in order, for p's worker: one statement each, inside
-// the claim's write transaction (both claim orders end here).
+// claimRuns claims the chosen candidates, in order, for p's worker: one statement for them all,
+// inside the claim's write transaction (both claim orders end here). The candidates were read
+// in this transaction, so each is ready and the statement claims every one.
 func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) {
-	out := make([]store.Run, 0, len(ids))
-	for _, id := range ids {
-		r, err := scanRun(t.queryRow(sqlClaimRun, nameArgs("worker", p.WorkerID,
-			"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "id", id)...))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.query(sqlClaimRuns, nameArgs("worker", p.WorkerID,
+		"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "ids", string(list))...)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := collect(rows, scanRuns)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	out := make([]store.Run, len(ids))
+	for _, r := range claimed {
+		out[at[r.ID]] = r
+	}
+	if len(claimed) != len(ids) {
+		return nil, fmt.Errorf("claim: %d of %d chosen runs claimed", len(claimed), len(ids))
 	}
 	return out, nil
 }

@@ -30,6 +30,14 @@ const (
 const (
 	sqlRunGet = `SELECT ` + runCols + ` FROM runs WHERE id = ?`
 
+	// sqlRunGetApply is sqlRunGet for a mutation, with whether the run has timers and waits
+	// (a probe of each primary key): a mutation that finishes the run deletes them only when
+	// there are some, where two deletes that find nothing cost the writer two statements.
+	sqlRunGetApply = `SELECT ` + runCols + `,
+		EXISTS (SELECT 1 FROM timers t WHERE t.run_id = runs.id),
+		EXISTS (SELECT 1 FROM waits w WHERE w.run_id = runs.id)
+		FROM runs WHERE id = ?`
+
 	sqlRunExists = `SELECT 1 FROM runs WHERE id = ?`
 
 	// sqlRunLiveByKey finds the live run holding (job, key); the state list is the
@@ -63,9 +71,12 @@ const (
 		ORDER BY ready_at, id
 		LIMIT :limit`
 
-	sqlClaimRun = `UPDATE runs SET state = 'running', fence = fence + 1, worker_id = :worker,
+	// sqlClaimRuns claims the chosen runs (:ids, a JSON array) in one statement: one bind, one
+	// step loop and one reset on the writer for the whole claim, not one a run. RETURNING's
+	// order is SQLite's, so the Go code puts the rows back in the chosen order.
+	sqlClaimRuns = `UPDATE runs SET state = 'running', fence = fence + 1, worker_id = :worker,
 		lease_until = :lease_until, updated_at = :now
-		WHERE id = :id AND state = 'ready'
+		WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'ready'
 		RETURNING ` + runCols
 
 	// sqlHeartbeat renews every lease still held in one statement; :leases is a JSON array of
@@ -128,8 +139,11 @@ const (
 	// the same in every backend), through timers_due.
 	// Each timer comes with what its fire needs of its run (NULLs: the run is gone), so the
 	// fire reads no run row of its own.
+	// Whether the run has a wait comes too (a probe of the waits primary key), so a fire
+	// deletes waits only when there are some.
 	sqlTimersDue = `SELECT t.run_id, t.key, t.fire_kind, t.fire_name, t.fire_at, t.fire_data,
-		       r.state, r.queue, r.worker_id, r.last_seq
+		       r.state, r.queue, r.worker_id, r.last_seq,
+		       EXISTS (SELECT 1 FROM waits w WHERE w.run_id = t.run_id)
 		FROM timers t LEFT JOIN runs r ON r.id = t.run_id
 		WHERE t.due_at <= ?
 		ORDER BY t.due_at, t.run_id, t.key
@@ -226,8 +240,8 @@ const (
 
 // writeStatements are the statements write transactions run, prepared when the store opens.
 var writeStatements = []string{
-	sqlRunGet, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
-	sqlClaimCandidates, sqlClaimRun, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
+	sqlRunGet, sqlRunGetApply, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
+	sqlClaimCandidates, sqlClaimRuns, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
 	sqlHistoryInsert,
 	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimerWake,
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,

@@ -113,6 +113,9 @@ type Store struct {
 	// writes counts the write transactions begun: the one writer's turns, which the timer
 	// path's tests count.
 	writes atomic.Int64
+	// statements counts the statements the write transactions ran: the writer's work per
+	// call, which the timer path's tests pin (a claim, a fire, a record).
+	statements atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -322,11 +325,25 @@ type wtx struct {
 	ctx   context.Context
 	tx    *sql.Tx
 	cache *stmtCache
+	count *atomic.Int64 // Store.statements
+	// bound holds the transaction's handles of the statements it ran, so a statement run
+	// once a row (a record batch's appends, a fire's wake-ups) is bound to the transaction
+	// once, not once a row.
+	bound map[string]*sql.Stmt
 }
 
 func (t *wtx) stmt(query string) (*sql.Stmt, error) {
+	t.count.Add(1)
+	if st, ok := t.bound[query]; ok {
+		return st, nil
+	}
 	if st, ok := t.cache.lookup(query); ok {
-		return t.tx.StmtContext(t.ctx, st), nil
+		st = t.tx.StmtContext(t.ctx, st)
+		if t.bound == nil {
+			t.bound = make(map[string]*sql.Stmt, 8)
+		}
+		t.bound[query] = st
+		return st, nil
 	}
 	// Not in writeStatements: correct, only slower (parsed on every use).
 	t.cache.misses.Add(1)
@@ -367,7 +384,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(t *wtx) error) err
 	if err != nil {
 		return failed(op, err)
 	}
-	if err := fn(&wtx{ctx: ctx, tx: tx, cache: s.wStmts}); err != nil {
+	if err := fn(&wtx{ctx: ctx, tx: tx, cache: s.wStmts, count: &s.statements}); err != nil {
 		_ = tx.Rollback()
 		return failed(op, err)
 	}

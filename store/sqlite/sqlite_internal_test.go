@@ -575,3 +575,116 @@ func TestExpireLeasesWithNoneLapsedTakesNoWriterTurn(t *testing.T) {
 		t.Fatalf("RunExpireLeases with no lapsed lease began %d write transactions, want 0", n)
 	}
 }
+
+// At section 6's rate every wake-up is a claimed run, a fired timer and a finished run on the one
+// write connection, so the statements each costs the writer are pinned here (bench/ANALYSIS.md,
+// "Less writer work per wake-up").
+
+// statementsOf counts the write statements fn runs.
+func statementsOf(t *testing.T, s *Store, fn func()) int64 {
+	t.Helper()
+	before := s.statements.Load()
+	fn()
+	return s.statements.Load() - before
+}
+
+// A claim updates its runs in one statement, however many it claims, and hands them back in
+// claim order.
+func TestClaimIsOneStatementForItsRuns(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	var ps []store.CreateRunParams
+	for i := range 12 {
+		p := newRunParams(i, "q")
+		// Ready in the reverse of id order, so an order that follows the rows' order fails.
+		p.Run.ReadyAt = base.Add(-time.Duration(i) * time.Second)
+		ps = append(ps, p)
+	}
+	mustCreate(t, s, ps...)
+	claim := func(limit int, oldestFirst bool) []store.Run {
+		rs, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"q"}, Limit: limit,
+			OldestFirst: oldestFirst, Now: base, LeaseUntil: base.Add(time.Minute), StickyBefore: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != limit {
+			t.Fatalf("claimed %d runs, want %d", len(rs), limit)
+		}
+		for i := 1; i < len(rs); i++ {
+			if !rs[i-1].ReadyAt.Before(rs[i].ReadyAt) {
+				t.Fatalf("claimed out of order: %s (ready %s) before %s (ready %s)", rs[i-1].ID, rs[i-1].ReadyAt, rs[i].ID, rs[i].ReadyAt)
+			}
+		}
+		for _, r := range rs {
+			if r.State != store.StateRunning || r.WorkerID != "w" || r.Fence != 1 {
+				t.Fatalf("claimed run %s is %s, worker %q, fence %d", r.ID, r.State, r.WorkerID, r.Fence)
+			}
+		}
+		return rs
+	}
+	for _, oldestFirst := range []bool{false, true} {
+		two := statementsOf(t, s, func() { claim(2, oldestFirst) })
+		four := statementsOf(t, s, func() { claim(4, oldestFirst) })
+		if four != two {
+			t.Errorf("oldestFirst=%v: a claim of 4 runs ran %d statements, a claim of 2 ran %d: want the same", oldestFirst, four, two)
+		}
+	}
+}
+
+// A timer's fire deletes the run's waits only when it has some: a sleep's wake-up runs the due
+// read, the delete of its timers and the run's update, and no delete that finds nothing.
+func TestTimerFireOfASleepDeletesNoWaits(t *testing.T) {
+	s, _ := openTemp(t)
+	due := base.Add(time.Hour)
+	p := newRunParams(1, "q")
+	p.Run.State = store.StateDelayed
+	p.Timer = &store.Timer{Key: "delay", DueAt: due}
+	mustCreate(t, s, p)
+	var woken []store.Woken
+	n := statementsOf(t, s, func() {
+		var err error
+		if woken, err = s.TimerFire(t.Context(), due, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(woken) != 1 {
+		t.Fatalf("woke %v, want the one run", woken)
+	}
+	// The batch's read, the timers' delete, the wake-up, then the read that finds no more.
+	if n != 4 {
+		t.Errorf("a fire of one timer ran %d statements, want 4", n)
+	}
+}
+
+// A mutation that finishes a run with no timer and no wait runs its read, its event's append and
+// the run's update; one with a timer left still removes it.
+func TestFinishDeletesOnlyWhatTheRunHas(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	mustCreate(t, s, newRunParams(1, "q"), newRunParams(2, "q"))
+	rs, err := s.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"q"}, Limit: 2, OldestFirst: true,
+		Now: base, LeaseUntil: base.Add(time.Hour), StickyBefore: base})
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("claim: %v, %v", rs, err)
+	}
+	// Run 2 arms a timer on a step, then both finish.
+	if res, err := s.RunApply(ctx, []store.Mutation{{RunID: rs[1].ID, Fence: rs[1].Fence, Now: base,
+		Transition: store.Transition{Timers: []store.Timer{{Key: "t", DueAt: base.Add(time.Hour)}}}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("arm: %v, %v", res, err)
+	}
+	finish := func(r store.Run) {
+		res, err := s.RunApply(ctx, []store.Mutation{{RunID: r.ID, Fence: r.Fence, Now: base,
+			Events:     []history.Event{history.New(base, history.RunCompleted{})},
+			Transition: store.Transition{State: store.StateCompleted}}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("finish: %v, %v", res, err)
+		}
+	}
+	if n := statementsOf(t, s, func() { finish(rs[0]) }); n != 3 {
+		t.Errorf("finishing a run with no timer and no wait ran %d statements, want 3", n)
+	}
+	finish(rs[1])
+	if _, ok, err := s.TimerNext(ctx); err != nil || ok {
+		t.Errorf("a finished run's timer is left: %v, %v", ok, err)
+	}
+}

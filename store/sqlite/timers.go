@@ -70,6 +70,7 @@ type dueTimer struct {
 	state           store.State
 	queue, workerID string
 	lastSeq         int64
+	hasWaits        bool // the run has a wait for an event besides the timer
 }
 
 // fireTimer is wtx.wake for a due timer of a suspended or delayed run, from the run's columns the
@@ -85,7 +86,7 @@ func (t *wtx) fireTimer(d dueTimer, now time.Time) error {
 			return err
 		}
 	}
-	if err := t.clearWaiting(d.runID); err != nil {
+	if err := t.clearSome(d.runID, true, d.hasWaits); err != nil {
 		return err
 	}
 	_, err := t.exec(sqlTimerWake, nameArgs("now", encTime(now), "zero", int64(minTime), "last_seq", seq, "id", d.runID)...)
@@ -102,7 +103,7 @@ func (t *wtx) dueTimers(now time.Time, limit int) ([]dueTimer, error) {
 		var kind, name, state, queue, worker sql.NullString
 		var at, lastSeq sql.NullInt64
 		var data []byte
-		if err := rows.Scan(&d.runID, &d.key, &kind, &name, &at, blob{&data}, &state, &queue, &worker, &lastSeq); err != nil {
+		if err := rows.Scan(&d.runID, &d.key, &kind, &name, &at, blob{&data}, &state, &queue, &worker, &lastSeq, &d.hasWaits); err != nil {
 			return d, err
 		}
 		d.state, d.queue, d.workerID, d.lastSeq = store.State(state.String), queue.String, worker.String, lastSeq.Int64
