@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TimerFire's first statement reads the runs of the due timers by primary key even as a generic
@@ -22,15 +24,7 @@ SELECT 'r' || lpad(g::text, 8, '0'), 'nap', now() + interval '1 year' FROM gener
 ANALYZE {S}.runs, {S}.timers`)); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), "RESET plan_cache_mode")
+	conn := genericPlanConn(t, s)
 	if _, err := conn.Exec(ctx, "PREPARE due_runs AS "+s.q(stmtTimersDueRuns)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +49,7 @@ func TestRunLookupsPlannedOnEmptyTablesReadRunsByKey(t *testing.T) {
 	t.Parallel()
 	s := OpenTest(t, Config{})
 	ctx := context.Background()
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), "RESET plan_cache_mode")
+	conn := genericPlanConn(t, s)
 	for _, c := range []struct {
 		name, stmt, args string
 	}{
@@ -82,4 +68,21 @@ func TestRunLookupsPlannedOnEmptyTablesReadRunsByKey(t *testing.T) {
 			t.Errorf("%s, planned on empty tables, does not read runs by key:\n%s", c.name, text)
 		}
 	}
+}
+
+// genericPlanConn is a connection of s's pool that plans every prepared statement generically,
+// as a connection does once it has cached a statement's plan; the test's end puts it back.
+func genericPlanConn(t *testing.T, s *Store) *pgxpool.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") })
+	return conn
 }
