@@ -648,7 +648,9 @@ func explainClaim(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 			`('default')`},
 		{`SELECT r.id FROM jobs.runs r WHERE r.state = 'ready' AND r.queue = $1 AND r.tenant = $2 AND (r.worker_id = '' OR r.worker_id = $3 OR r.ready_at <= $4) ORDER BY jobs.claim_at(r.ready_at, r.priority), r.id LIMIT $5 FOR UPDATE SKIP LOCKED`,
 			`('default', '', 'w', now(), 16)`},
-		{`SELECT id FROM jobs.runs WHERE id = ANY(ARRAY(SELECT run_id FROM jobs.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2)) ORDER BY id FOR UPDATE SKIP LOCKED`,
+		// TimerFire's first statement as the store sends it (stmtTimersDueRuns), its columns cut to
+		// the id: each due timer's run locked through runs_pkey, one id at a time.
+		{`SELECT r.id FROM (SELECT DISTINCT run_id FROM (SELECT run_id FROM jobs.timers WHERE due_at <= $1 ORDER BY due_at LIMIT $2) d ORDER BY run_id) t CROSS JOIN LATERAL (SELECT * FROM jobs.runs WHERE id = t.run_id FOR UPDATE SKIP LOCKED) r ORDER BY t.run_id`,
 			`(now(), 100)`},
 	} {
 		if _, err := conn.Exec(ctx, "PREPARE scale_q AS "+q.sql); err != nil {
