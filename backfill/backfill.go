@@ -698,12 +698,20 @@ func (l *ledger) progress(c *jobs.Ctx, cp Checkpoint, batches int64) bool {
 	req := frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches, Cursor: cursorText(cp.Cursor)}
 	go func() {
 		defer close(done)
-		if err := l.l.Report(c, req); err != nil {
+		// Not under the run's context: a run cancelled while its report is on the way would end
+		// the call before it is sent, and the engine admits exactly that late report (the page
+		// is in the history), so the ledger would lose the last pages' rows. Bounded instead.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c), progressTimeout)
+		defer cancel()
+		if err := l.l.Report(ctx, req); err != nil {
 			slog.Default().Warn("jobs.backfill.ledger", "backfill", l.name, "err", err)
 		}
 	}()
 	return true
 }
+
+// progressTimeout bounds a progress report, which outlives the run's context (progress).
+const progressTimeout = 10 * time.Second
 
 // settle waits for the progress report in flight, if any.
 func (l *ledger) settle() {

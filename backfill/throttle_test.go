@@ -2,10 +2,12 @@ package backfill_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ultimat3/jobs/backfill"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 )
@@ -92,5 +94,46 @@ func TestCancelEndsThePause(t *testing.T) {
 		if len(rows) != 1 || rows[0].Status != backfill.StatusFailed || rows[0].Rows != 1 {
 			t.Fatalf("ledger = %+v; want the cancelled pass reported failed after 1 row", rows)
 		}
+	})
+}
+
+// lateProgress holds the pass's first progress report until the run has been cancelled and the
+// worker has had time to cancel the body, then sends it under the context it was given.
+type lateProgress struct {
+	frontend.Frontend
+	env  *testenv.Env
+	once sync.Once
+}
+
+func (l *lateProgress) BackfillReport(ctx context.Context, req frontend.BackfillReportRequest) error {
+	if req.Status == "" {
+		l.once.Do(func() {
+			_, _ = l.env.Engine.Cancel(context.Background(), req.RunID, "test")
+			// The worker hears of the cancel at its next heartbeat (a third of the lease) and
+			// cancels the body's context; a report sent under that context ends here.
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+		})
+	}
+	return l.Frontend.BackfillReport(ctx, req)
+}
+
+// A progress report on its way when the run is cancelled still lands: the page is in the
+// history, and the ledger of the cancelled pass counts its rows.
+func TestProgressReportOutlivesTheCancel(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{Lease: 300 * time.Millisecond}, func(t *testing.T, env *testenv.Env) {
+		tb := newTable(5)
+		b := backfill.MustDefine("late", backfill.AllTenants(), tb.source(), tb.handle,
+			backfill.BatchSize(1), backfill.Rate(0.001)) // a page every 1,000 s
+		env.Worker(workerConfig(&lateProgress{Frontend: env.Engine, env: env}), b)
+		res := enqueue(t, env, b, backfill.Input{})
+		env.Await(res.RunID, store.StateCancelled)
+		eventually(t, "the ledger's row of the cancelled pass", func() bool {
+			rows := ledger(t, env, "late")
+			return len(rows) == 1 && rows[0].Status == backfill.StatusFailed && rows[0].Rows == 1
+		}, nil)
 	})
 }
