@@ -452,9 +452,9 @@ type readAhead[Row any] struct {
 	index int
 	after Cursor
 	ch    chan pageRead[Row]
-	// handled: the page's handler runs after its read (OverlapCheckpoints); cancel ends it.
-	handled bool
-	cancel  context.CancelCauseFunc
+	// cancel ends the page's handler, which runs after its read (OverlapCheckpoints); nil for a
+	// plain read-ahead.
+	cancel context.CancelCauseFunc
 	// closed: the pass is ending; nothing more is handled ahead (a step's goroutine that outlived
 	// its StepTimeout may still reach startHandled).
 	closed bool
@@ -484,7 +484,7 @@ func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, s
 		cancel(errPassEnded)
 		return
 	}
-	a.index, a.after, a.ch, a.handled, a.cancel = index, req.After, ch, true, cancel
+	a.index, a.after, a.ch, a.cancel = index, req.After, ch, cancel
 	a.mu.Unlock()
 	clk := clock.FromContext(c)
 	go func() {
@@ -507,7 +507,7 @@ func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, s
 func (a *readAhead[Row]) handles(index int, req PageRequest) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ch != nil && a.handled && a.index == index && reflect.DeepEqual(a.after, req.After)
+	return a.ch != nil && a.cancel != nil && a.index == index && reflect.DeepEqual(a.after, req.After)
 }
 
 // takeHandled waits for the page handled ahead. A step that ends first (its timeout, the run's
@@ -515,7 +515,7 @@ func (a *readAhead[Row]) handles(index int, req PageRequest) bool {
 func (a *readAhead[Row]) takeHandled(ctx context.Context) ([]Row, Cursor, time.Time, error) {
 	a.mu.Lock()
 	ch, cancel := a.ch, a.cancel
-	a.ch, a.cancel, a.handled = nil, nil, false
+	a.ch, a.cancel = nil, nil
 	a.mu.Unlock()
 	if ch == nil {
 		return nil, nil, time.Time{}, errPassEnded
@@ -535,10 +535,10 @@ func (a *readAhead[Row]) takeHandled(ctx context.Context) ([]Row, Cursor, time.T
 // A plain read-ahead is left to finish on its own: it writes nothing.
 func (a *readAhead[Row]) stop() {
 	a.mu.Lock()
-	ch, cancel, handled := a.ch, a.cancel, a.handled
-	a.ch, a.cancel, a.handled = nil, nil, false
+	ch, cancel := a.ch, a.cancel
+	a.ch, a.cancel = nil, nil
 	a.mu.Unlock()
-	if ch != nil && handled {
+	if ch != nil && cancel != nil {
 		cancel(errPassEnded)
 		<-ch
 	}
@@ -566,7 +566,7 @@ func (a *readAhead[Row]) start(ctx context.Context, index int, req PageRequest, 
 
 func (a *readAhead[Row]) take(ctx context.Context, index int, req PageRequest, src Source[Row]) ([]Row, Cursor, error) {
 	a.mu.Lock()
-	handled := a.handled
+	handled := a.cancel != nil
 	a.mu.Unlock()
 	if handled {
 		a.stop() // handled ahead for another page or cursor: never the case (see handles)

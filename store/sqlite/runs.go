@@ -117,22 +117,26 @@ func (t *wtx) clearSome(runID string, timers, waits bool) error {
 }
 
 // wake ends r's suspension (a timer fired or an event was delivered): ev, if any, is appended,
-// every timer and wait of the run is removed, and the run becomes ready at now. WorkerID stays:
-// the worker that parked the run gets first call on it for the sticky window.
-func (t *wtx) wake(r *store.Run, now time.Time, ev *history.Event) error {
+// the run's timers and waits go (timers, waits: whether it has some, when the caller read that
+// in this transaction), and the row gets the columns a wake-up changes and no others, so the
+// indexes on the rest are left alone. WorkerID stays: the worker that parked the run gets first
+// call on it for the sticky window. Wake-ups come at whatever rate the runs chose, each a turn
+// of the single writer (bench/ANALYSIS.md, "Timer lag in the whole bench").
+func (t *wtx) wake(r *store.Run, now time.Time, ev *history.Event, timers, waits bool) error {
 	if ev != nil {
 		if _, err := t.appendEvents(r, *ev); err != nil {
 			return err
 		}
 	}
-	if err := t.clearWaiting(r.ID); err != nil {
+	if err := t.clearSome(r.ID, timers, waits); err != nil {
 		return err
 	}
 	r.State = store.StateReady
 	r.ReadyAt = normTime(now)
 	r.UpdatedAt = normTime(now)
 	r.LeaseUntil = time.Time{}
-	return t.saveRun(*r)
+	_, err := t.exec(sqlRunWake, nameArgs("now", encTime(r.ReadyAt), "zero", int64(minTime), "last_seq", r.LastSeq, "id", r.ID)...)
+	return err
 }
 
 // armTimer stores a timer of a run (replacing one with the same key).

@@ -151,9 +151,9 @@ const (
 
 	sqlTimerNext = `SELECT min(due_at) FROM timers`
 
-	// sqlTimerWake is wtx.wake's change to the run row, for a timer's fire: the columns a
-	// wake-up changes and no others, so the indexes on the rest are left alone.
-	sqlTimerWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
+	// sqlRunWake is wtx.wake's change to the run row (a timer's fire, an event's delivery):
+	// the columns a wake-up changes and no others, so the indexes on the rest are left alone.
+	sqlRunWake = `UPDATE runs SET state = 'ready', ready_at = :now, updated_at = :now, lease_until = :zero,
 		last_seq = :last_seq
 		WHERE id = :id`
 )
@@ -243,7 +243,7 @@ var writeStatements = []string{
 	sqlRunGet, sqlRunGetApply, sqlRunLiveByKey, sqlRunInsert, sqlRunSave, sqlRunSaveProgress, sqlRunStateFence,
 	sqlClaimCandidates, sqlClaimRuns, sqlHeartbeat, sqlLapsedLeases, sqlExpireLease,
 	sqlHistoryInsert,
-	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlTimerWake,
+	sqlTimerUpsert, sqlTimersDeleteRun, sqlTimerDelete, sqlTimersDue, sqlRunWake,
 	sqlWaitUpsert, sqlWaitsDeleteRun, sqlWaitsForEvent, sqlLookback,
 	sqlEventInsert, sqlDeliveryInsert, sqlEventPruneDeliveries, sqlEventPrune,
 	sqlSlotHolders, sqlSlotUpsert, sqlSlotsExpire, sqlSlotRelease,

@@ -43,11 +43,16 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 					}
 					continue
 				}
-				if err := t.fireTimer(d, now); err != nil {
+				// The run as the batch read it: wake reads no row of its own.
+				r := store.Run{ID: d.runID, Queue: d.queue, WorkerID: d.workerID, LastSeq: d.lastSeq}
+				if d.fire != nil {
+					d.fire.At = now // when it fired, not when it was due
+				}
+				if err := t.wake(&r, now, d.fire, true, d.hasWaits); err != nil {
 					return err
 				}
 				woken[d.runID] = true
-				out = append(out, store.Woken{RunID: d.runID, Queue: d.queue, WorkerID: d.workerID})
+				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
 			}
 		}
 		return nil
@@ -71,26 +76,6 @@ type dueTimer struct {
 	queue, workerID string
 	lastSeq         int64
 	hasWaits        bool // the run has a wait for an event besides the timer
-}
-
-// fireTimer is wtx.wake for a due timer of a suspended or delayed run, from the run's columns the
-// batch read brought: the timers fall due at whatever rate the runs chose, and this is the
-// single writer's work for each, so it reads no run row and writes only the columns a wake-up
-// changes (what wake's read and whole-row write cost is in bench/ANALYSIS.md, "Timer lag in the
-// whole bench"). The fire event is stamped with when it fired, not when it was due.
-func (t *wtx) fireTimer(d dueTimer, now time.Time) error {
-	seq := d.lastSeq
-	if d.fire != nil {
-		seq++
-		if _, err := t.exec(sqlHistoryInsert, d.runID, seq, string(d.fire.Kind), d.fire.Name, encTime(now), blobArg(d.fire.Data)); err != nil {
-			return err
-		}
-	}
-	if err := t.clearSome(d.runID, true, d.hasWaits); err != nil {
-		return err
-	}
-	_, err := t.exec(sqlTimerWake, nameArgs("now", encTime(now), "zero", int64(minTime), "last_seq", seq, "id", d.runID)...)
-	return err
 }
 
 func (t *wtx) dueTimers(now time.Time, limit int) ([]dueTimer, error) {
