@@ -1,14 +1,17 @@
 package api
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
 
 // coalescer is the write side of a multiplexed framed connection, on either end: frames queued
 // by many goroutines, those ready together written in one write. The goroutine that finds no
-// write in progress writes its frame at once, then whatever was queued while its write was in
-// the kernel, in one write, until nothing is left; no frame waits for another to be ready.
+// write in progress first yields its processor to the goroutines already runnable (see
+// gatherFrames), then writes what was queued, then whatever was queued while its write was in
+// the kernel, in one write, until nothing is left; no frame waits on a timer or for a frame
+// that is not yet on its way.
 type coalescer struct {
 	conn interface {
 		Write([]byte) (int, error)
@@ -41,6 +44,7 @@ func (c *coalescer) write(head, body []byte) error {
 		return nil
 	}
 	c.writing = true
+	c.gatherFrames()
 	var err error
 	for len(c.pending) > 0 {
 		batch := c.pending
@@ -66,4 +70,36 @@ func (c *coalescer) write(head, body []byte) error {
 	c.writing = false
 	c.mu.Unlock()
 	return err
+}
+
+// coalesceRounds is how many yields in a row may bring no frame before the writer writes: the
+// goroutines of one wave may be queued behind one another on both processors. coalesceMax
+// bounds the yields of one write, so that a steady stream of frames cannot hold it back.
+const (
+	coalesceRounds = 2
+	coalesceMax    = 8
+)
+
+// gatherFrames lets the frames of one wave join the first one's write. Frames come in waves:
+// the engine's answers to one group commit are ready together, and so are the records the
+// bodies they woke send next. Without it the first goroutine of a wave wrote its frame alone
+// while the rest, already runnable, had yet to run; each of their frames then went in a write
+// of its own (a loopback write is a syscall that also delivers the bytes to the reader, which
+// wakes once per write), and the reader handed the engine its records one at a time, so
+// its group commits were smaller than the in-process ones. So the writer yields before it
+// writes, and again while the yield brought frames. A yield with nothing else runnable returns
+// at once; nothing waits for a frame that is not already on its way. Called with c.mu held,
+// c.writing set; returns with c.mu held.
+func (c *coalescer) gatherFrames() {
+	for empty, rounds := 0, 0; empty < coalesceRounds && rounds < coalesceMax; rounds++ {
+		n := len(c.pending)
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+		if len(c.pending) > n {
+			empty = 0
+		} else {
+			empty++
+		}
+	}
 }
