@@ -92,7 +92,9 @@ type Config struct {
 	// completed and cancelled runs DefaultRetention, dead letters DefaultFailedRetention.
 	Retention RetentionConfig
 	// OldestFirst claims in plain oldest-ready order: no rotation across tenants, no priorities.
-	// Defaults to false (the fair order, store/flow.go).
+	// Defaults to false (the fair order, store/flow.go). On Postgres, Start builds the index this
+	// order reads (runs_ready) if it is missing, CONCURRENTLY: on a large runs table the first
+	// such start takes the build's time.
 	OldestFirst bool
 }
 
@@ -213,6 +215,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		return nil
 	}
 	e.started = true
+	if p, ok := e.store.(store.OldestFirstPreparer); ok && e.cfg.OldestFirst {
+		// The index only this claim order reads is built on demand (Postgres), so that creates
+		// do not pay for it in the default, fair order. Without it the claims are still right.
+		if err := p.PrepareOldestFirst(ctx); err != nil {
+			e.log.Warn("jobs.engine.oldest-first-index", "err", err)
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.stop = cancel
 	for i := 0; i < e.cfg.Committers; i++ {

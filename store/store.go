@@ -389,3 +389,14 @@ type Notifier interface {
 	// Subscribe delivers signals until ctx ends.
 	Subscribe(ctx context.Context) (<-chan Signal, error)
 }
+
+// OldestFirstPreparer is implemented by stores that keep the index only the oldest-first claim
+// reads (ClaimParams.OldestFirst) apart from every create's writes: Postgres builds it when an
+// engine that claims oldest-first starts, so that a database whose engines all claim in the fair
+// order does without it. A claim is right whether or not it exists; without it, an oldest-first
+// claim sorts the queue's ready runs.
+type OldestFirstPreparer interface {
+	// PrepareOldestFirst makes sure the index exists and is usable; it is idempotent and safe to
+	// call from several processes at once.
+	PrepareOldestFirst(ctx context.Context) error
+}
