@@ -3,8 +3,6 @@ package systems
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,7 +71,7 @@ func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietLogger()
 	// BENCH_JOBS_OVERLAP_AT sets the engine's OverlapAt (the group commit's batching policy), for
 	// an experiment; unset is the engine's default.
 	overlapAt, _ := strconv.Atoi(os.Getenv("BENCH_JOBS_OVERLAP_AT"))
@@ -129,7 +127,7 @@ func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concu
 		Registry:    reg,
 		Concurrency: concurrency,
 		StickyRuns:  s.stickyRuns,
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:      quietLogger(),
 	})
 	if err != nil {
 		return err

@@ -3,8 +3,6 @@ package systems
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime"
 	"time"
 
@@ -33,7 +31,7 @@ var noopDef = jobs.MustDefine("noop", func(i int) string { return fmt.Sprint(i) 
 // started: these scenarios measure writing runs, and no worker runs them (River's insert-only
 // client is the same). Unstarted, an engine writes each enqueue straight to the store.
 func (s *jobsSystem) sideEngine() (*engine.Engine, error) {
-	return engine.New(engine.Config{Store: s.st, AllowUndeclared: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return engine.New(engine.Config{Store: s.st, AllowUndeclared: true, Logger: quietLogger()})
 }
 
 func (s *jobsSystem) appPool(ctx context.Context, size int) (*pgxpool.Pool, error) {
@@ -229,7 +227,7 @@ func (s *jobsSystem) Relay(ctx context.Context, n int) (Measure, error) {
 		return nil, err
 	}
 	relay, err := outbox.NewRelay(outbox.RelayConfig{Store: obs, Publisher: eng,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: quietLogger()})
 	if err != nil {
 		return nil, err
 	}

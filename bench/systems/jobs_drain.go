@@ -3,8 +3,6 @@ package systems
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,7 +42,7 @@ func (s *jobsSystem) Drain(ctx context.Context, n, workers int) (Measure, error)
 		}
 		st = pg
 	}
-	side, err := engine.New(engine.Config{Store: st, AllowUndeclared: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	side, err := engine.New(engine.Config{Store: st, AllowUndeclared: true, Logger: quietLogger()})
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package systems
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -26,7 +24,7 @@ func (s *jobsSystem) Fairness(ctx context.Context, spec FairnessSpec) (Measure, 
 		return nil, err
 	}
 	var err error
-	s.eng, err = engine.New(engine.Config{Store: s.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quietLogger(),
 		OldestFirst: spec.OldestFirst, AllowUndeclared: true})
 	if err != nil {
 		return nil, err

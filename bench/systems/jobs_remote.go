@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +81,7 @@ func (s *remoteSystem) Setup(ctx context.Context, env Env) error {
 	if s.st, err = postgres.Open(ctx, postgres.Config{URL: env.DatabaseURL, Schema: "jobs", MaxConns: env.PoolSize}); err != nil {
 		return err
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietLogger()
 	// BENCH_JOBS_OVERLAP_AT as for the in-process engine (jobs.go): the remote engine's group
 	// commit sees its records more spread out, so its threshold is worth trying apart.
 	overlapAt, _ := strconv.Atoi(os.Getenv("BENCH_JOBS_OVERLAP_AT"))
@@ -359,7 +358,7 @@ func RemoteWorkerMain(args []string) error {
 		fe = timed{Frontend: fe, lat: lat}
 	}
 	w, err := worker.New(worker.Config{Frontend: fe, Registry: reg, Concurrency: conc,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
