@@ -8,7 +8,6 @@ import (
 
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/internal/testenv"
-	"github.com/ultimat3/jobs/store/postgres"
 )
 
 // An engine that claims oldest-first builds the index that order reads when it starts; one that
@@ -16,13 +15,8 @@ import (
 func TestOldestFirstEngineBuildsItsIndex(t *testing.T) {
 	t.Parallel()
 	for _, oldest := range []bool{false, true} {
-		url, schema := testenv.FreshSchema(t)
+				st, url, schema := testenv.OpenPostgresIn(t, 4)
 		ctx := context.Background()
-		st, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
 		e, err := engine.New(engine.Config{Store: st, OldestFirst: oldest})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/internal/testenv"
-	"github.com/ultimat3/jobs/store/postgres"
 )
 
 // TestRetentionBoundsABusyPostgres: a steady load of runs that finish, day after day of the
@@ -18,13 +17,8 @@ import (
 // about a retention period's worth of runs, instead of growing with every day.
 func TestRetentionBoundsABusyPostgres(t *testing.T) {
 	t.Parallel()
-	url, schema := testenv.FreshSchema(t)
+		st, url, schema := testenv.OpenPostgresIn(t, 4)
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

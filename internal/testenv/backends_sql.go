@@ -58,12 +58,19 @@ func FreshSchema(t testing.TB) (url, schema string) {
 
 // OpenPostgres opens a store on a fresh schema of TEST_DATABASE_URL.
 func OpenPostgres(t testing.TB) store.Store {
+	s, _, _ := OpenPostgresIn(t, 8)
+	return s
+}
+
+// OpenPostgresIn opens a store of maxConns connections on a fresh schema of TEST_DATABASE_URL,
+// for tests that also read the schema's tables themselves: it returns the URL and the schema.
+func OpenPostgresIn(t testing.TB, maxConns int) (s *postgres.Store, url, schema string) {
 	t.Helper()
-	url, schema := FreshSchema(t)
-	s, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, MaxConns: 8})
+	url, schema = FreshSchema(t)
+	s, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, url, schema
 }
