@@ -15,7 +15,7 @@ import (
 func TestOldestFirstEngineBuildsItsIndex(t *testing.T) {
 	t.Parallel()
 	for _, oldest := range []bool{false, true} {
-				st, url, schema := testenv.OpenPostgresIn(t, 4)
+		st, url, schema := testenv.OpenPostgresIn(t, 4)
 		ctx := context.Background()
 		e, err := engine.New(engine.Config{Store: st, OldestFirst: oldest})
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // about a retention period's worth of runs, instead of growing with every day.
 func TestRetentionBoundsABusyPostgres(t *testing.T) {
 	t.Parallel()
-		st, url, schema := testenv.OpenPostgresIn(t, 4)
+	st, url, schema := testenv.OpenPostgresIn(t, 4)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
