@@ -94,3 +94,33 @@ func TestReadyIndexIsBuiltOnlyForOldestFirst(t *testing.T) {
 		t.Fatalf("PrepareOldestFirst left an invalid runs_ready: found=%v valid=%v", found, valid)
 	}
 }
+
+// Two engines starting at once on one schema: both PrepareOldestFirst calls return, neither
+// fails, and the index they leave is valid. One of them builds it; the other finds the build
+// under way (or loses the race on the index's name) and waits for it.
+func TestReadyIndexPreparedByTwoAtOnce(t *testing.T) {
+	a := OpenTest(t, Config{})
+	b := OpenTest(t, Config{Schema: a.schema})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ps := make([]store.CreateRunParams, 5000)
+	for i := range ps {
+		ps[i] = newRun(i, "q")
+	}
+	if _, err := a.RunCreateBulk(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, s := range []*Store{a, b} {
+		go func() { errs <- s.PrepareOldestFirst(ctx) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("PrepareOldestFirst beside another: %v", err)
+		}
+	}
+	found, valid, building, err := b.readyIndexState(ctx)
+	if err != nil || !found || !valid || building {
+		t.Fatalf("runs_ready after two prepares: found=%v valid=%v building=%v err=%v", found, valid, building, err)
+	}
+}
