@@ -312,7 +312,8 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 	began := time.Now()
 	results, err := e.store.RunApply(ctx, ms)
 	e.metrics.batchSize.Observe(float64(len(batch)))
-	e.metrics.batchSeconds.Observe(time.Since(began).Seconds())
+	took := time.Since(began)
+	e.metrics.batchSeconds.Observe(took.Seconds())
 	if err == nil {
 		// Before any answer goes out: the runs still running will each send a next record,
 		// which the committer may wait for (overlap.go, gather).
@@ -323,7 +324,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 			}
 		}
 		e.owed.Store(int64(owed))
-		e.lastCommit.Store(int64(time.Since(began)))
+		e.lastCommit.Store(int64(took))
 		for i, r := range batch {
 			r.done <- commitRes{res: results[i]}
 		}

@@ -136,13 +136,15 @@ ON CONFLICT (run_id, key) DO UPDATE SET due_at = excluded.due_at, fire_kind = ex
 	// within a transaction.
 	stmtNotify: `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`,
 
-	// RunClaim, in one statement. Each queue is read on its own through runs_ready, in
-	// (ready_at, id) order, under SKIP LOCKED (concurrent claimers pass over each other's rows
-	// instead of queueing on them); the queues' picks are merged and cut to the limit, and the
-	// fences bumped. A single scan over queue = ANY(...) cannot walk the index in order and
-	// would sort every ready run of the queues on each claim. The cost of reading queues apart:
-	// with several queues, up to limit rows per queue are locked and the surplus is left to
-	// other claimers only when this statement commits, a moment later.
+	// RunClaim, in one statement. Each queue is read on its own through runs_ready (built
+	// when an engine that claims oldest-first starts, oldest.go; without it the statement is
+	// right and sorts the queue's ready runs), in (ready_at, id) order, under SKIP LOCKED
+	// (concurrent claimers pass over each other's rows instead of queueing on them); the
+	// queues' picks are merged and cut to the limit, and the fences bumped. A single scan over
+	// queue = ANY(...) cannot walk the index in order and would sort every ready run of the
+	// queues on each claim. The cost of reading queues apart: with several queues, up to limit
+	// rows per queue are locked and the surplus is left to other claimers only when this
+	// statement commits, a moment later.
 	stmtRunClaim: `
 WITH picked AS (
 	SELECT c.id FROM unnest($1::text[]) AS q(name)

@@ -493,14 +493,13 @@ func (s *Store) RunExpireLeases(ctx context.Context, now time.Time, limit int) (
 	if err != nil {
 		return nil, failed("expire leases", err)
 	}
-	lapsed, err := collect(rows, func(rows *sql.Rows) (string, error) {
-		var id, queue string
-		return id, rows.Scan(&id, &queue)
-	})
+	some := rows.Next()
+	err = rows.Err()
+	_ = rows.Close()
 	if err != nil {
 		return nil, failed("expire leases", err)
 	}
-	if len(lapsed) == 0 {
+	if !some {
 		return nil, nil
 	}
 	var out []store.Woken
@@ -630,6 +629,9 @@ func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(claimed) != len(ids) {
+		return nil, fmt.Errorf("claim: %d of %d chosen runs claimed", len(claimed), len(ids))
+	}
 	at := make(map[string]int, len(ids))
 	for i, id := range ids {
 		at[id] = i
@@ -637,9 +639,6 @@ func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) 
 	out := make([]store.Run, len(ids))
 	for _, r := range claimed {
 		out[at[r.ID]] = r
-	}
-	if len(claimed) != len(ids) {
-		return nil, fmt.Errorf("claim: %d of %d chosen runs claimed", len(claimed), len(ids))
 	}
 	return out, nil
 }
