@@ -151,7 +151,15 @@ func TestKeyedConcurrencyCap(t *testing.T) {
 			complete(t, env.Engine, "w", task)
 		}
 		env.Advance(engine.SlotRetry)
-		again := pollAll(t, env.Engine, "w")
+		// The run is ready once Advance returns; a claim may still pass over it for a moment
+		// (SKIP LOCKED) while the engine's own timer loop holds it in a fire that finds nothing
+		// left to do. A run handed back again would be delayed, and stay unclaimed here.
+		var again []frontend.Task
+		for deadline := time.Now().Add(5 * time.Second); len(again) == 0 && time.Now().Before(deadline); {
+			if again = pollAll(t, env.Engine, "w"); len(again) == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		if len(again) != 1 || again[0].RunID != third || again[0].Attempt != 1 {
 			t.Fatalf("after a's runs finished: claimed %v, want %s at attempt 1", again, third)
 		}
