@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,29 +43,38 @@ func stepsOnly(ms []store.Mutation) bool {
 // the statement's result and explained by a read after the commit; refusals are rare.
 func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
 	n := len(ms)
+	// The statement locks its rows in the order it is sent them (see stmtStepsApply): id order.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ms[a].RunID, ms[b].RunID) })
 	ids, states := make([]string, n), make([]string, n)
 	fences, counts, afters := make([]int64, n), make([]int64, n), make([]int64, n)
 	results, nows := make([][]byte, n), make([]time.Time, n)
+	first := make([]int, n) // per mutation of ms: where its events start in ev
 	var ev eventRows
-	var implied []bool // per mutation: its RunCompleted lives in the row (implied.go), not sent
-	for i, m := range ms {
-		ids[i], fences[i], counts[i], states[i], nows[i] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
-		afters[i] = m.AfterSeq
+	var implied []bool // per mutation of ms: its RunCompleted lives in the row (implied.go), not sent
+	for j, i := range order {
+		m := &ms[i]
+		ids[j], fences[j], counts[j], states[j], nows[j] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
+		afters[j] = m.AfterSeq
 		if m.State == store.StateCompleted {
-			results[i] = m.Result
-			if results[i] == nil {
-				results[i] = []byte{}
+			results[j] = m.Result
+			if results[j] == nil {
+				results[j] = []byte{}
 			}
 		}
 		ord := &store.Run{ID: m.RunID} // add numbers the run's events 1, 2, … : their ordinals
 		events := m.Events
-		if s.completedImplied(&ms[i]) {
+		if s.completedImplied(m) {
 			if implied == nil {
 				implied = make([]bool, n)
 			}
 			implied[i] = true
-			events = events[:len(events)-1] // counts[i] still counts it: last_seq moves past it
+			events = events[:len(events)-1] // counts[j] still counts it: last_seq moves past it
 		}
+		first[i] = len(ev.runs)
 		for _, e := range events {
 			ev.add(ord, e)
 		}
@@ -82,25 +92,22 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	// The events as stored reuse what the statement was sent: their data was copied once (add),
 	// and the run was scanned into memory of its own, so neither is copied again.
 	out := make([]store.MutationResult, n)
-	k := 0
 	for i, m := range ms {
+		run, ok := applied[m.RunID]
+		if !ok {
+			out[i] = s.refusal(ctx, m)
+			continue
+		}
 		sent := len(m.Events)
 		if implied != nil && implied[i] {
 			sent--
-		}
-		run, ok := applied[m.RunID]
-		if !ok {
-			k += sent
-			out[i] = s.refusal(ctx, m)
-			continue
 		}
 		base := run.LastSeq - int64(len(m.Events))
 		appended := make([]history.Event, len(m.Events))
 		for j, e := range m.Events {
 			e.Seq = base + int64(j+1)
 			if j < sent {
-				e.Data, e.At = ev.data[k], ev.ats[k]
-				k++
+				e.Data, e.At = ev.data[first[i]+j], ev.ats[first[i]+j]
 			} else { // the implied RunCompleted, as HistoryRead will rebuild it
 				e.Data, e.At = slices.Clone(e.Data), pgTime(e.At)
 			}

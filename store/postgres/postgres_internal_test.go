@@ -833,21 +833,26 @@ func BenchmarkRunCreate(b *testing.B) {
 	}
 }
 
-// TestConcurrentStepBatchesDoNotDeadlock: the one-statement path of RunApply (steps only) over
-// overlapping runs named in different orders, against heartbeats over the same runs in reverse
-// order: the statement must take its rows in id order as every multi-run lock does, whatever
-// order the batch names them in; a deadlock would surface as an error (SQLSTATE 40P01).
+// TestConcurrentStepBatchesDoNotDeadlock: the one-statement path of RunApply (steps only), four
+// committers at once, each over runs of its own as the engine's are (a run has one record in
+// flight), named in random orders, against heartbeats over all of them in reverse order. The
+// statement takes its rows in whatever order its plan meets them; the heartbeat must never wait
+// for a row while it holds another. A deadlock would surface as an error (SQLSTATE 40P01).
 func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
 	t.Parallel()
 	s := OpenTest(t, Config{MaxConns: 8})
 	ctx := context.Background()
-	runs := runningRuns(t, s, 1, 24, "q")
+	runs := runningRuns(t, s, 1, 64, "q")
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			var own []store.Run // every fourth run, so each batch's runs interleave the others'
+			for i := g; i < len(runs); i += 4 {
+				own = append(own, runs[i])
+			}
 			for i := range 40 {
-				ms := shuffledSteps(rng, runs, 16, fmt.Sprintf("g%d-%d", g, i))
+				ms := shuffledSteps(rng, own, 16, fmt.Sprintf("g%d-%d", g, i))
 				if !stepsOnly(ms) {
 					t.Error("the batch is not steps only")
 					return
@@ -862,6 +867,75 @@ func TestConcurrentStepBatchesDoNotDeadlock(t *testing.T) {
 	wg.Go(func() { heartbeatDescending(t, s, runs, 80) })
 	wg.Wait()
 	assertContiguous(t, s, runs)
+}
+
+// TestHeartbeatHoldsNoRowWhileItWaits: a transaction holds the second of two leased runs (as a
+// step batch does while it writes) when a heartbeat over both starts, then asks for the first.
+// A heartbeat that locked the first and waited for the second would close the cycle, and
+// Postgres would end one of the two with a deadlock after deadlock_timeout. Both must finish,
+// each lease extended.
+func TestHeartbeatHoldsNoRowWhileItWaits(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{MaxConns: 4})
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 2, "q")
+	slices.SortFunc(runs, func(a, b store.Run) int { return strings.Compare(a.ID, b.ID) })
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	touch := s.render(`UPDATE {S}.runs SET updated_at = now() WHERE id = $1`)
+	if _, err := tx.Exec(ctx, touch, runs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	until := t0.Add(2 * time.Hour)
+	type answer struct {
+		errs []error
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		errs, err := s.RunHeartbeat(ctx, store.HeartbeatParams{WorkerID: "w", Now: t0, LeaseUntil: until,
+			Leases: []store.Lease{{RunID: runs[0].ID, Fence: runs[0].Fence}, {RunID: runs[1].ID, Fence: runs[1].Fence}}})
+		done <- answer{errs, err}
+	}()
+	// Until the heartbeat waits for a lock: then it has done all it can without the second run.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND query LIKE '%AS l(id, fence, ord)%'`,
+			s.schema).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the heartbeat never waited for the held run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := tx.Exec(ctx, touch, runs[0].ID); err != nil {
+		t.Fatalf("the holder, asking for the first run: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("RunHeartbeat: %v", a.err)
+	}
+	for i, err := range a.errs {
+		if err != nil {
+			t.Errorf("lease %d: %v", i, err)
+		}
+		got, err := s.RunGet(ctx, runs[i].ID)
+		if err != nil || !got.LeaseUntil.Equal(until) {
+			t.Errorf("run %d: lease until %v (%v), want %v", i, got.LeaseUntil, err, until)
+		}
+	}
 }
 
 // statementTracer counts the statements the pool's connections execute, those of pipelines

@@ -206,8 +206,9 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	return out, nil
 }
 
-// RunHeartbeat is one statement: lock the leased runs in id order, extend the ones still held,
-// and return each lease's run state so a refusal can say why.
+// RunHeartbeat extends the leases still held and returns each lease's run state so a refusal can
+// say why: the runs no other transaction holds in one statement, in id order, then each one a
+// step batch was writing, alone.
 func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]error, error) {
 	out := make([]error, len(p.Leases))
 	if len(p.Leases) == 0 {
@@ -217,24 +218,53 @@ func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]er
 	for i, l := range p.Leases {
 		ids[i], fences[i] = l.RunID, l.Fence
 	}
-	rows, err := s.pool.Query(ctx, s.q(stmtHeartbeat), ids, fences, ts(p.LeaseUntil))
+	// First every lease whose row nobody holds, in one statement that waits for no row; then each
+	// one it passed over, alone (stmtHeartbeat says why).
+	skipped, err := s.heartbeat(ctx, stmtHeartbeat, p, ids, fences, nil, out)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range skipped {
+		gone, err := s.heartbeat(ctx, stmtHeartbeatOne, p, ids[i:i+1], fences[i:i+1], []int{i}, out)
+		if err != nil {
+			return nil, err
+		}
+		if len(gone) > 0 { // the row was deleted while the statement waited for its lock
+			out[i] = notFound(p.Leases[i].RunID)
+		}
+	}
+	return out, nil
+}
+
+// heartbeat runs one of RunHeartbeat's statements over ids and fences, which are the leases of
+// p at the indexes at (all of them when at is nil), and writes each answer to out. It returns
+// the indexes of the leases whose rows were locked and so passed over.
+func (s *Store) heartbeat(ctx context.Context, st stmt, p store.HeartbeatParams, ids []string, fences []int64,
+	at []int, out []error) ([]int, error) {
+	rows, err := s.pool.Query(ctx, s.q(st), ids, fences, ts(p.LeaseUntil))
 	if err != nil {
 		return nil, unavailable("run heartbeat", err)
 	}
+	defer rows.Close()
+	var skipped []int
 	seen := 0
 	for rows.Next() {
 		var ord int64
 		var state string
-		var extended bool
-		if err := rows.Scan(&ord, &state, &extended); err != nil {
-			rows.Close()
+		var extended, passed bool
+		if err := rows.Scan(&ord, &state, &extended, &passed); err != nil {
 			return nil, unavailable("run heartbeat", err)
 		}
 		i := int(ord - 1)
+		if at != nil {
+			i = at[i]
+		}
 		l := p.Leases[i]
 		switch {
 		case extended:
 			out[i] = nil
+		case passed:
+			skipped = append(skipped, i)
 		case state == "":
 			out[i] = notFound(l.RunID)
 		case store.State(state) == store.StateCancelled:
@@ -248,10 +278,10 @@ func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]er
 	if err := rows.Err(); err != nil {
 		return nil, unavailable("run heartbeat", err)
 	}
-	if seen != len(p.Leases) {
-		return nil, jobs.Errorf(jobs.CodeInvariant, "postgres run heartbeat: %d answers for %d leases", seen, len(p.Leases))
+	if seen != len(ids) {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "postgres run heartbeat: %d answers for %d leases", seen, len(ids))
 	}
-	return out, nil
+	return skipped, nil
 }
 
 func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {

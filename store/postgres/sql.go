@@ -38,6 +38,7 @@ const (
 	stmtWaitRegister
 	stmtDeliveriesAdd
 	stmtHeartbeat
+	stmtHeartbeatOne
 	stmtRunGet
 	stmtRunList
 	stmtRunCancel
@@ -217,23 +218,29 @@ WHERE r.id = u.id`,
 
 	// RunApply's fast path, for a batch whose mutations only append events and at most complete
 	// their run (the shape of nearly every batch: steps): the fence check, the run update and
-	// the history insert in ONE statement, so the batch costs one round trip (BEGIN, this,
-	// COMMIT) instead of a lock-and-read trip and a write trip. Rows are locked in id order, as
-	// every multi-run lock is. Mutations whose run is not running under their fence are left
-	// out of the result; RunApply asks why afterwards. The lock step carries each mutation's
-	// values on, and the update returns the run's seq before the batch, so that neither the
-	// update nor the history insert joins the parameters again (one join per row less each).
-	// $1 ids, $2 fences, $3 event counts, $4 new state ('' stays running), $5 result, $6 now;
-	// $7..$12 the events: run id, ordinal from 1 within the run's mutation, kind, name, at, data.
+	// the history insert in ONE statement, so the batch costs one round trip and no BEGIN or
+	// COMMIT. Mutations whose run is not running under their fence are left out of the result;
+	// RunApply asks why afterwards. The update returns the run's seq before the batch, so that
+	// the history insert does not join the parameters again.
+	//
+	// The fence check is the UPDATE's own condition, with no lock step before it: when a row
+	// was changed by a transaction that committed meanwhile (a heartbeat, a cancel, a claim after
+	// the lease lapsed), the UPDATE waits for it and checks the condition again against the
+	// row's newest version, so a stale mutation is refused as a locked read would refuse it. A
+	// SELECT … FOR UPDATE before the update cost each row a second visit and a lock record in
+	// the WAL (docs/architecture.md, "A step batch without its lock step"). The rows are locked
+	// in the order they reach the UPDATE, which is the order of m (m drives the join whether it
+	// is a nested loop over runs_pkey or a hash join that hashes runs): applySteps sends the
+	// batch in id order, the order every multi-run lock takes, and TestStepsApplyJoinsInBatchOrder
+	// holds the plans to that. Were a plan ever to take the rows in another order and deadlock,
+	// Postgres would abort one of the two and the engine would settle the batch run by run.
+	// $1 ids, $2 fences, $3 event counts, $4 new state ('' stays running), $5 result, $6 now,
+	// $13 the seq the mutation follows (0: unchecked); $7..$12 the events: run id, ordinal from 1
+	// within the run's mutation, kind, name, at, data.
 	stmtStepsApply: `
 WITH m AS (
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[],
 		$6::timestamptz[], $13::bigint[]) AS m(id, fence, n, state, result, now, after_seq)
-),
-locked AS (
-	SELECT r.id, m.n, m.state, m.result, m.now FROM {S}.runs r JOIN m ON m.id = r.id
-	WHERE r.fence = m.fence AND r.state = 'running' AND (m.after_seq = 0 OR r.last_seq = m.after_seq)
-	ORDER BY r.id FOR UPDATE OF r
 ),
 upd AS (
 	UPDATE {S}.runs r SET last_seq = r.last_seq + k.n,
@@ -243,8 +250,9 @@ upd AS (
 		lease_until = CASE WHEN k.state = '' THEN r.lease_until ELSE NULL END,
 		updated_at = k.now,
 		finished_at = CASE WHEN k.state = 'completed' THEN k.now ELSE r.finished_at END
-	FROM locked k
-	WHERE r.id = k.id
+	FROM m k
+	WHERE r.id = k.id AND r.fence = k.fence AND r.state = 'running'
+		AND (k.after_seq = 0 OR r.last_seq = k.after_seq)
 	RETURNING {RUN_R}, r.last_seq - k.n AS base_seq
 ),
 ins AS (
@@ -268,26 +276,17 @@ INSERT INTO {S}.deliveries (run_id, event_id)
 SELECT * FROM unnest($1::text[], $2::text[])
 ON CONFLICT DO NOTHING`,
 
-	// RunHeartbeat, in one statement. The leased runs are locked in id order first (so a
-	// heartbeat and a RunApply over the same runs cannot deadlock) and their fresh state read
-	// under the lock; the ones still held are extended; every lease gets its run's state back so
-	// Go can say why one was refused.
-	stmtHeartbeat: `
-WITH l AS (SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS l(id, fence, ord)),
-locked AS (
-	SELECT r.id, r.state, r.fence FROM {S}.runs r
-	WHERE r.id IN (SELECT id FROM l) ORDER BY r.id FOR UPDATE
-),
-extended AS (
-	UPDATE {S}.runs r SET lease_until = $3
-	FROM locked k
-	WHERE r.id = k.id AND k.state = 'running'
-		AND k.fence IN (SELECT l.fence FROM l WHERE l.id = k.id)
-	RETURNING r.id, r.fence
-)
-SELECT l.ord, COALESCE(k.state, ''),
-	EXISTS (SELECT 1 FROM extended x WHERE x.id = l.id AND x.fence = l.fence)
-FROM l LEFT JOIN locked k ON k.id = l.id`,
+	// RunHeartbeat's first pass, in one statement: the leased runs that no other transaction
+	// holds are locked in id order and their fresh state read under the lock; the ones still held
+	// are extended; every lease gets its run's state back so Go can say why one was refused, or
+	// skipped when its row is locked (a step batch is writing it). It never waits for a row, so
+	// it cannot deadlock with a transaction that holds some of its runs and waits for others: the
+	// step batch takes its rows in whatever order its plan meets them (stmtStepsApply).
+	stmtHeartbeat: heartbeatSQL("SKIP LOCKED"),
+
+	// RunHeartbeat's second pass, one skipped lease at a time: a statement that holds no other
+	// row may wait for one without risk of a deadlock.
+	stmtHeartbeatOne: heartbeatSQL(""),
 
 	stmtRunGet: `SELECT {RUN} FROM {S}.runs WHERE id = $1`,
 
@@ -466,4 +465,26 @@ func schemaReplacer(schema string) *strings.Replacer {
 		"{RUN_R}", qualified,
 		"{RUN}", runColumns,
 	)
+}
+
+// heartbeatSQL is RunHeartbeat's statement, its lock step waiting for a row or passing over it
+// (wait "SKIP LOCKED"); skipped is true for a lease whose row exists and was not locked.
+func heartbeatSQL(wait string) string {
+	return `
+WITH l AS (SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS l(id, fence, ord)),
+locked AS (
+	SELECT r.id, r.state, r.fence FROM {S}.runs r
+	WHERE r.id IN (SELECT id FROM l) ORDER BY r.id FOR UPDATE ` + wait + `
+),
+extended AS (
+	UPDATE {S}.runs r SET lease_until = $3
+	FROM locked k
+	WHERE r.id = k.id AND k.state = 'running'
+		AND k.fence IN (SELECT l.fence FROM l WHERE l.id = k.id)
+	RETURNING r.id, r.fence
+)
+SELECT l.ord, COALESCE(k.state, ''),
+	EXISTS (SELECT 1 FROM extended x WHERE x.id = l.id AND x.fence = l.fence),
+	k.id IS NULL AND EXISTS (SELECT 1 FROM {S}.runs r WHERE r.id = l.id)
+FROM l LEFT JOIN locked k ON k.id = l.id`
 }
