@@ -85,7 +85,11 @@ func (s *remoteSystem) Setup(ctx context.Context, env Env) error {
 	// BENCH_JOBS_OVERLAP_AT as for the in-process engine (jobs.go): the remote engine's group
 	// commit sees its records more spread out, so its threshold is worth trying apart.
 	overlapAt, _ := strconv.Atoi(os.Getenv("BENCH_JOBS_OVERLAP_AT"))
-	if s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quiet, OverlapAt: overlapAt}); err != nil {
+	// BENCH_JOBS_GATHER_WAIT sets the engine's GatherWait (a duration; negative turns the gather
+	// off): a remote run's next record comes back a network hop later than an in-process one's.
+	gatherWait, _ := time.ParseDuration(os.Getenv("BENCH_JOBS_GATHER_WAIT"))
+	if s.eng, err = engine.New(engine.Config{Store: s.st, Logger: quiet, OverlapAt: overlapAt,
+		GatherWait: gatherWait}); err != nil {
 		return err
 	}
 	if err := s.eng.Start(ctx); err != nil {
