@@ -43,7 +43,8 @@ func stepsOnly(ms []store.Mutation) bool {
 // the statement's result and explained by a read after the commit; refusals are rare.
 func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.MutationResult, error) {
 	n := len(ms)
-	// The statement locks its rows in the order it is sent them (see stmtStepsApply): id order.
+	// In id order: a plan driven by the batch locks the rows in the order it is sent them (see
+	// stmtStepsApply).
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i

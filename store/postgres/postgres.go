@@ -32,7 +32,10 @@
 // statement; then the timer, wait and delivery rows of runs already locked. Timer and wait rows of
 // a run are written only under its run row lock, so a transaction that holds the run lock reads
 // them knowing nobody else is changing them. Claims, lease expiry and timer firing take run rows
-// with SKIP LOCKED: they never wait on a row, they pass over it.
+// with SKIP LOCKED: they never wait on a row, they pass over it. One exception to the id order:
+// a step batch (stmtStepsApply) updates its rows in its plan's order, without locking them first;
+// the heartbeat, the one transaction that shares a batch's runs all the time, therefore passes
+// over the rows it finds locked and renews each of them alone, so it never waits while holding.
 //
 // # Notifications
 //

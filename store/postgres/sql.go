@@ -228,12 +228,13 @@ WHERE r.id = u.id`,
 	// the lease lapsed), the UPDATE waits for it and checks the condition again against the
 	// row's newest version, so a stale mutation is refused as a locked read would refuse it. A
 	// SELECT … FOR UPDATE before the update cost each row a second visit and a lock record in
-	// the WAL (docs/architecture.md, "A step batch without its lock step"). The rows are locked
-	// in the order they reach the UPDATE, which is the order of m (m drives the join whether it
-	// is a nested loop over runs_pkey or a hash join that hashes runs): applySteps sends the
-	// batch in id order, the order every multi-run lock takes, and TestStepsApplyJoinsInBatchOrder
-	// holds the plans to that. Were a plan ever to take the rows in another order and deadlock,
-	// Postgres would abort one of the two and the engine would settle the batch run by run.
+	// the WAL (docs/architecture.md, "A step batch without its lock step"). The UPDATE locks its
+	// rows in the order its plan meets them, which is not always id order: a plan driven by the
+	// batch follows the batch (applySteps sends it in id order), but a custom plan of a small
+	// batch may scan runs_lease and hash the batch. Two step batches never share a run (a run has
+	// one record in flight); the heartbeat, which shares them all the time, never waits for a row
+	// while it holds another (stmtHeartbeat). Should another multi-run lock close a cycle with a
+	// batch, Postgres ends one of the two and the engine settles the batch run by run.
 	// $1 ids, $2 fences, $3 event counts, $4 new state ('' stays running), $5 result, $6 now,
 	// $13 the seq the mutation follows (0: unchecked); $7..$12 the events: run id, ordinal from 1
 	// within the run's mutation, kind, name, at, data.
