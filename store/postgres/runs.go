@@ -206,9 +206,16 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	return out, nil
 }
 
+// RunHeartbeat's passes over the leases it found locked before it takes each of them alone, and
+// the pause before each pass.
+const (
+	heartbeatPasses = 2
+	heartbeatPause  = 2 * time.Millisecond
+)
+
 // RunHeartbeat extends the leases still held and returns each lease's run state so a refusal can
-// say why: the runs no other transaction holds in one statement, in id order, then each one a
-// step batch was writing, alone.
+// say why: the runs no other transaction holds in one statement, in id order, then those a step
+// batch was writing, again the same way and at last each alone.
 func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]error, error) {
 	out := make([]error, len(p.Leases))
 	if len(p.Leases) == 0 {
@@ -218,11 +225,26 @@ func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]er
 	for i, l := range p.Leases {
 		ids[i], fences[i] = l.RunID, l.Fence
 	}
-	// First every lease whose row nobody holds, in one statement that waits for no row; then each
-	// one it passed over, alone (stmtHeartbeat says why).
+	// First every lease whose row nobody holds, in one statement that waits for no row; then, a
+	// moment later, the ones it passed over, the same way (a step batch holds its rows for a few
+	// milliseconds); then each one still held, alone (stmtHeartbeat says why).
 	skipped, err := s.heartbeat(ctx, stmtHeartbeat, p, ids, fences, nil, out)
 	if err != nil {
 		return nil, err
+	}
+	for pass := 0; pass < heartbeatPasses && len(skipped) > 0; pass++ {
+		select {
+		case <-ctx.Done():
+			return nil, unavailable("run heartbeat", ctx.Err())
+		case <-time.After(heartbeatPause):
+		}
+		sub, subFences := make([]string, len(skipped)), make([]int64, len(skipped))
+		for k, i := range skipped {
+			sub[k], subFences[k] = ids[i], fences[i]
+		}
+		if skipped, err = s.heartbeat(ctx, stmtHeartbeat, p, sub, subFences, skipped, out); err != nil {
+			return nil, err
+		}
 	}
 	for _, i := range skipped {
 		gone, err := s.heartbeat(ctx, stmtHeartbeatOne, p, ids[i:i+1], fences[i:i+1], []int{i}, out)
