@@ -1024,3 +1024,86 @@ func TestOneStatementCallsSendNoTransactionStatements(t *testing.T) {
 		t.Errorf("after the failing pipeline the run's last seq is %d (%v), want 2: its update was not rolled back", run.LastSeq, err)
 	}
 }
+
+// TestStepBatchChecksTheRowAnotherTransactionChanged: the step batch has no lock step, so the
+// fence check is its UPDATE's own condition, which Postgres evaluates again on the newest version
+// of a row that another transaction changed while the batch waited for it. A lease extended
+// meanwhile (a heartbeat) must let the step apply and keep the new lease; a run claimed again
+// meanwhile (a new fence) must refuse it, with nothing appended.
+func TestStepBatchChecksTheRowAnotherTransactionChanged(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{MaxConns: 4})
+	ctx := context.Background()
+	runs := runningRuns(t, s, 1, 2, "q")
+	extended := t0.Add(3 * time.Hour)
+	for _, c := range []struct {
+		name, change string
+		arg          any
+		applies      bool
+	}{
+		{"lease extended", `UPDATE {S}.runs SET lease_until = $1 WHERE id = $2`, extended, true},
+		{"claimed again", `UPDATE {S}.runs SET fence = fence + 1 WHERE id = $2 AND $1::bigint IS NOT NULL`, int64(1), false},
+	} {
+		run := runs[0]
+		if !c.applies {
+			run = runs[1]
+		}
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, s.render(c.change), c.arg, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			res []store.MutationResult
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			res, err := s.RunApply(ctx, []store.Mutation{stepMutation(run, "s")})
+			done <- answer{res, err}
+		}()
+		// Until the batch waits for the row the transaction holds.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			var waiting int
+			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND query LIKE '%WITH m AS (%unnest($1::text[], $2::bigint[], $3::bigint[]%'`,
+				s.schema).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the step batch never waited for the row", c.name)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		a := <-done
+		if a.err != nil {
+			t.Fatalf("%s: RunApply: %v", c.name, a.err)
+		}
+		got, err := s.RunGet(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.HistoryRead(ctx, run.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.applies && (a.res[0].Err != nil || got.LastSeq != run.LastSeq+1 || len(evs) != int(run.LastSeq)+1 ||
+			!got.LeaseUntil.Equal(extended)):
+			t.Errorf("%s: want the step applied and the new lease kept; got err %v, last seq %d (was %d), %d events, lease until %v",
+				c.name, a.res[0].Err, got.LastSeq, run.LastSeq, len(evs), got.LeaseUntil)
+		case !c.applies && (!jobs.HasCode(a.res[0].Err, jobs.CodeJobLeaseLost) || got.LastSeq != run.LastSeq ||
+			len(evs) != int(run.LastSeq)):
+			t.Errorf("%s: want X_JOB_LEASE_LOST and nothing appended; got err %v, last seq %d (was %d), %d events",
+				c.name, a.res[0].Err, got.LastSeq, run.LastSeq, len(evs))
+		}
+	}
+}
