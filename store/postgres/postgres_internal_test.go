@@ -901,22 +901,7 @@ func TestHeartbeatHoldsNoRowWhileItWaits(t *testing.T) {
 		done <- answer{errs, err}
 	}()
 	// Until the heartbeat waits for a lock: then it has done all it can without the second run.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND query LIKE '%AS l(id, fence, ord)%'`,
-			s.schema).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the heartbeat never waited for the held run")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitLockWait(t, s, "%AS l(id, fence, ord)%", "the heartbeat")
 	if _, err := tx.Exec(ctx, touch, runs[0].ID); err != nil {
 		t.Fatalf("the holder, asking for the first run: %v", err)
 	}
@@ -1066,20 +1051,7 @@ func TestStepBatchChecksTheRowAnotherTransactionChanged(t *testing.T) {
 			done <- answer{res, err}
 		}()
 		// Until the batch waits for the row the transaction holds.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			var waiting int
-			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND query LIKE '%WITH m AS (%unnest($1::text[], $2::bigint[], $3::bigint[]%'`,
-				s.schema).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-			if waiting > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the step batch never waited for the row", c.name)
-			}
-		}
+		awaitLockWait(t, s, "%WITH m AS (%unnest($1::text[], $2::bigint[], $3::bigint[]%", c.name+": the step batch")
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -1104,6 +1076,27 @@ func TestStepBatchChecksTheRowAnotherTransactionChanged(t *testing.T) {
 			len(evs) != int(run.LastSeq)):
 			t.Errorf("%s: want X_JOB_LEASE_LOST and nothing appended; got err %v, last seq %d (was %d), %d events",
 				c.name, a.res[0].Err, got.LastSeq, run.LastSeq, len(evs))
+		}
+	}
+}
+
+// awaitLockWait returns once a statement of s's schema whose text is like pattern waits for a
+// lock, and fails the test if none does within 10 s. Only the start of a statement's text is
+// kept by pg_stat_activity (track_activity_query_size), so pattern must match that.
+func awaitLockWait(t *testing.T, s *Store, pattern, who string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND query LIKE $2`,
+			s.schema, pattern).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never waited for a lock", who)
 		}
 	}
 }
