@@ -96,8 +96,8 @@ func TestReadyIndexIsBuiltOnlyForOldestFirst(t *testing.T) {
 }
 
 // Two engines starting at once on one schema: both PrepareOldestFirst calls return, neither
-// fails, and the index they leave is valid. One of them builds it; the other finds the build
-// under way (or loses the race on the index's name) and waits for it.
+// fails, and the index they leave is valid. One of them takes the builder's lock and builds it;
+// the other finds the lock held and looks again until the index is valid.
 func TestReadyIndexPreparedByTwoAtOnce(t *testing.T) {
 	a := OpenTest(t, Config{})
 	b := OpenTest(t, Config{Schema: a.schema})

@@ -285,8 +285,8 @@ ON CONFLICT DO NOTHING`,
 	// step batch takes its rows in whatever order its plan meets them (stmtStepsApply).
 	stmtHeartbeat: heartbeatSQL("SKIP LOCKED"),
 
-	// RunHeartbeat's second pass, one skipped lease at a time: a statement that holds no other
-	// row may wait for one without risk of a deadlock.
+	// RunHeartbeat's last pass, one lease still held by another transaction at a time: a
+	// statement that holds no other row may wait for one without risk of a deadlock.
 	stmtHeartbeatOne: heartbeatSQL(""),
 
 	stmtRunGet: `SELECT {RUN} FROM {S}.runs WHERE id = $1`,
@@ -469,7 +469,8 @@ func schemaReplacer(schema string) *strings.Replacer {
 }
 
 // heartbeatSQL is RunHeartbeat's statement, its lock step waiting for a row or passing over it
-// (wait "SKIP LOCKED"); skipped is true for a lease whose row exists and was not locked.
+// (wait "SKIP LOCKED"). Each lease's answer: its ordinal, its run's state, whether it was
+// extended, and whether it was passed over (its row exists and was not locked).
 func heartbeatSQL(wait string) string {
 	return `
 WITH l AS (SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS l(id, fence, ord)),
