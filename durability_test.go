@@ -178,10 +178,11 @@ func TestWorkerStartUnderTheSameIDReleasesTheOldClaims(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		held, _ := env.Engine.GetRun(context.Background(), id)
 		if err := env.Engine.WorkerStart(context.Background(), frontend.Session{WorkerID: "host-a"}); !jobs.HasCode(err, jobs.CodeWorkerLive) {
 			t.Fatalf("start under a live worker's id: %v, want X_WORKER_LIVE", err)
 		}
-		if run, _ := env.Engine.GetRun(context.Background(), id); run.State != store.StateRunning || run.WorkerID != "host-a" || run.Fence != 1 {
+		if run, _ := env.Engine.GetRun(context.Background(), id); run.State != store.StateRunning || run.WorkerID != "host-a" || run.Fence != held.Fence {
 			t.Fatalf("a refused start moved the run to %s for %q at fence %d", run.State, run.WorkerID, run.Fence)
 		}
 		// The process dies (its session drops) and restarts under the same id: the start
@@ -192,7 +193,7 @@ func TestWorkerStartUnderTheSameIDReleasesTheOldClaims(t *testing.T) {
 		}
 		run, _ := env.Engine.GetRun(context.Background(), id)
 		// The live worker may claim the released run again at once: then under a new fence.
-		if reclaimed := run.State == store.StateRunning && run.Fence > 1; !reclaimed && (run.State != store.StateReady || run.WorkerID != "") || run.Attempt != 1 {
+		if reclaimed := run.State == store.StateRunning && run.Fence > held.Fence; !reclaimed && (run.State != store.StateReady || run.WorkerID != "") || run.Attempt != 1 {
 			t.Fatalf("after a restart under the same id the run is %s for %q at attempt %d; want ready at 1", run.State, run.WorkerID, run.Attempt)
 		}
 	})

@@ -66,7 +66,8 @@ type Run struct {
 	State    State
 	// Attempt is the number of the current (or next) attempt, from 1.
 	Attempt int
-	// Fence is bumped by every claim; a worker's writes carry the fence it claimed with.
+	// Fence is raised by every claim (by one, or past a fence epoch in the Postgres store), so a
+	// run never has the same fence twice; a worker's writes carry the fence it claimed with.
 	Fence int64
 	// WorkerID is the worker that holds the run (running) or that keeps it parked in its sticky
 	// cache (suspended, or ready after a wake-up); "" otherwise.

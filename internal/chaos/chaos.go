@@ -13,6 +13,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/pgcluster"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -80,13 +81,13 @@ func Run(ctx context.Context, dir string, cfg Config) (Report, error) {
 	}
 	defer fx.Close()
 
-	var pg *pgCluster
+	var pg *pgcluster.Cluster
 	dbArgs := []string{"--database-url", "", "--data-dir", filepath.Join(dir, "data")}
 	if cfg.Store == "postgres" {
-		if pg, err = startPostgres(ctx, cfg.Log); err != nil {
+		if pg, err = pgcluster.Start(ctx, cfg.Log); err != nil {
 			return rep, err
 		}
-		defer pg.remove(cfg.Log)
+		defer pg.Remove()
 		dbArgs = []string{"--database-url", pg.URL(), "--database-schema", "chaos"}
 	}
 
@@ -188,11 +189,11 @@ func Run(ctx context.Context, dir string, cfg Config) (Report, error) {
 		switch {
 		case pg != nil && rep.StoreCrashs == 0 && time.Now().After(crashStoreAt):
 			logf("crash postgres")
-			if err := pg.crash(ctx, cfg.Log); err != nil {
+			if err := pg.Crash(ctx); err != nil {
 				return rep, err
 			}
 			time.Sleep(time.Second)
-			if err := pg.start(ctx, cfg.Log); err != nil {
+			if err := pg.Start(ctx); err != nil {
 				return rep, err
 			}
 			rep.StoreCrashs++

@@ -1,15 +1,12 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,92 +83,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// pgCluster is a throwaway PostgreSQL cluster the harness owns, so it may restart it. Like
-// scripts/with-postgres.sh it runs as the postgres user when the harness runs as root (initdb
-// refuses root).
-type pgCluster struct {
-	bin, dir string
-	port     int
-	runas    []string
-}
-
-func startPostgres(ctx context.Context, log io.Writer) (*pgCluster, error) {
-	bin := os.Getenv("PGBIN")
-	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		return nil, fmt.Errorf("postgres: no initdb under %s (set PGBIN)", bin)
-	}
-	dir, err := os.MkdirTemp("", "jobs-chaos-pg-")
-	if err != nil {
-		return nil, err
-	}
-	c := &pgCluster{bin: bin, dir: dir}
-	if os.Geteuid() == 0 {
-		c.runas = []string{"runuser", "-u", "postgres", "--"}
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, err
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, err
-		}
-	}
-	if c.port, err = freePort(); err != nil {
-		return nil, err
-	}
-	if err := c.run(ctx, log, filepath.Join(bin, "initdb"), "-D", c.data(), "-U", "postgres", "-A", "trust", "--no-sync"); err != nil {
-		return nil, err
-	}
-	conf := fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nmax_connections = 200\nlog_min_messages = warning\n", c.port, dir)
-	f, err := os.OpenFile(filepath.Join(c.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.WriteString(conf)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	return c, c.start(ctx, log)
-}
-
-func (c *pgCluster) data() string { return filepath.Join(c.dir, "data") }
-
-// URL is the cluster's connection URL.
-func (c *pgCluster) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
-}
-
-func (c *pgCluster) run(ctx context.Context, log io.Writer, args ...string) error {
-	all := append(append([]string{}, c.runas...), args...)
-	cmd := exec.CommandContext(ctx, all[0], all[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
-	}
-	return nil
-}
-
-func (c *pgCluster) start(ctx context.Context, log io.Writer) error {
-	return c.run(ctx, log, filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-l", filepath.Join(c.dir, "server.log"), "-w", "-t", "60", "start")
-}
-
-// crash stops the cluster the way a crash does (immediate: no checkpoint, connections cut).
-func (c *pgCluster) crash(ctx context.Context, log io.Writer) error {
-	return c.run(ctx, log, filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "-w", "stop")
-}
-
-// remove stops the cluster and deletes it.
-func (c *pgCluster) remove(log io.Writer) {
-	_ = c.crash(context.Background(), log)
-	_ = os.RemoveAll(c.dir)
 }

@@ -28,17 +28,19 @@ import (
 //   - jit off. The planner cannot know how many rows each lane's LIMIT keeps, so on a large
 //     table it guesses a costly plan and JIT-compiles it: 300 ms of compilation for a claim
 //     that executes in about a millisecond.
+//   - synchronous_commit off, on a session that holds a fence epoch (sqlClaimCommit): the claim
+//     does not wait for its WAL flush; epoch.go says why that is safe.
 func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, queues []string) ([]store.Run, error) {
 	cursors, has := make([]string, len(queues)), make([]bool, len(queues))
 	for i, q := range queues {
 		cursors[i], has[i] = p.Rotation[q]
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlClaimFairSettings)
+	b.Queue(s.render(sqlClaimFairSettings))
 	b.Queue(s.render(sqlClaimFair), queues, p.WorkerID, p.StickyBefore, p.Limit, ts(p.LeaseUntil), p.Now,
 		cursors, has)
 	br := s.pool.SendBatch(ctx, b)
-	out, err := readFairClaim(br)
+	out, err := readClaim(br, nil)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -50,7 +52,8 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, queues []str
 	return out, nil
 }
 
-func readFairClaim(br pgx.BatchResults) ([]store.Run, error) {
+// readClaim reads a claim's pipeline: its settings, then the claimed runs, appended to out.
+func readClaim(br pgx.BatchResults, out []store.Run) ([]store.Run, error) {
 	if _, err := br.Exec(); err != nil { // the settings
 		return nil, err
 	}
@@ -60,5 +63,5 @@ func readFairClaim(br pgx.BatchResults) ([]store.Run, error) {
 	}
 	// The claim counts only once it has committed: at the pipeline's Sync, whose answer the
 	// caller's Close reads.
-	return appendRuns(rows, nil)
+	return appendRuns(rows, out)
 }

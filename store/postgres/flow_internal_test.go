@@ -67,7 +67,7 @@ func checkClaimPlan(t *testing.T, s *Store, query string, args ...any) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, sqlClaimFairSettings); err != nil {
+	if _, err := tx.Exec(ctx, s.render(sqlClaimFairSettings)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.HasPrefix(query, "PREPARE") {

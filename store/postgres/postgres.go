@@ -178,13 +178,8 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema); err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open pool")
-	}
 	closing, cancel := context.WithCancel(context.Background())
-	return &Store{
-		pool:         pool,
+	s := &Store{
 		sql:          newStatements(cfg.Schema),
 		schema:       cfg.Schema,
 		chReady:      cfg.Schema + "_ready",
@@ -194,7 +189,13 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 		closing:      closing,
 		writeImplied: cfg.WriteImpliedEvents,
 		close:        cancel,
-	}, nil
+	}
+	s.withEpochs(pcfg)
+	if s.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		cancel()
+		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open pool")
+	}
+	return s, nil
 }
 
 // Close ends the listeners started by Subscribe and closes the pool, waiting for connections in

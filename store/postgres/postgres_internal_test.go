@@ -121,9 +121,9 @@ func TestMigrateConcurrently(t *testing.T) {
 	err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = $1", schema).Scan(&tables)
 	// runs history timers waits events deliveries slots schema_migrations (001), keys
 	// manifest_workers declarations declaration_workers (authority), leaders schedules
-	// (schedules), backfills (backfills), dedupe (dedupe)
-	if err != nil || tables != 18 {
-		t.Errorf("schema %s has %d tables, %v; want 18", schema, tables, err)
+	// (schedules), backfills (backfills), dedupe (dedupe), fence_epoch
+	if err != nil || tables != 19 {
+		t.Errorf("schema %s has %d tables, %v; want 19", schema, tables, err)
 	}
 }
 
@@ -986,7 +986,7 @@ func TestOneStatementCallsSendNoTransactionStatements(t *testing.T) {
 	// The implicit transaction: the settings hold inside the pipeline only, and an error undoes
 	// what the pipeline wrote before it.
 	b := &pgx.Batch{}
-	b.Queue(sqlClaimFairSettings)
+	b.Queue(s.render(sqlClaimFairSettings))
 	var inside, after string
 	b.Queue("SHOW plan_cache_mode").QueryRow(func(r pgx.Row) error { return r.Scan(&inside) })
 	if err := s.sendImplicit(ctx, "test", b); err != nil {

@@ -187,12 +187,15 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	if !p.OldestFirst {
 		return s.claimFair(ctx, p, queues)
 	}
-	rows, err := s.pool.Query(ctx, s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit,
-		ts(p.LeaseUntil), p.Now)
-	if err != nil {
-		return nil, unavailable("run claim", err)
+	// One pipeline, one implicit transaction: how it commits, then the claim (epoch.go).
+	b := &pgx.Batch{}
+	b.Queue(s.render("SELECT " + sqlClaimCommit))
+	b.Queue(s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit, ts(p.LeaseUntil), p.Now)
+	br := s.pool.SendBatch(ctx, b)
+	out, err := readClaim(br, make([]store.Run, 0, min(p.Limit, 256)))
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
-	out, err := appendRuns(rows, make([]store.Run, 0, min(p.Limit, 256)))
 	if err != nil {
 		return nil, unavailable("run claim", err)
 	}

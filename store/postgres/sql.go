@@ -145,7 +145,7 @@ ON CONFLICT (run_id, key) DO UPDATE SET due_at = excluded.due_at, fire_kind = ex
 	// queue = ANY(...) cannot walk the index in order and would sort every ready run of the
 	// queues on each claim. The cost of reading queues apart: with several queues, up to limit
 	// rows per queue are locked and the surplus is left to other claimers only when this
-	// statement commits, a moment later.
+	// statement commits, a moment later. Sent after sqlClaimCommit, in one pipeline (epoch.go).
 	stmtRunClaim: `
 WITH picked AS (
 	SELECT c.id FROM unnest($1::text[]) AS q(name)
@@ -160,7 +160,7 @@ WITH picked AS (
 	ORDER BY c.ready_at, c.id
 	LIMIT $4
 )
-UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = $5,
 	updated_at = $6
 FROM picked WHERE r.id = picked.id
 RETURNING {RUN_R}`,
@@ -455,12 +455,17 @@ func newStatements(schema string) *statements {
 	return &s
 }
 
-// schemaReplacer renders {S}, {RUN}, {RUN_R} and the channel names {CH_READY} and {CH_TIMER}
-// for schema. Names are quoted as identifiers, so they can never be read as SQL.
+// schemaReplacer renders {S}, {RUN}, {RUN_R}, the channel names {CH_READY} and {CH_TIMER}, the
+// name of the session's fence epoch {EPOCH} and a claim's new fence {FENCE} for schema. Names are quoted as identifiers, so they can never be read as SQL.
 func schemaReplacer(schema string) *strings.Replacer {
 	qualified := "r." + strings.Join(strings.Fields(runColumns), " r.")
+	// epochSetting(schema) is an identifier with a dot: no quote to escape.
+	epoch := "'" + epochSetting(schema) + "'"
+	sch := pgx.Identifier{schema}.Sanitize()
 	return strings.NewReplacer(
-		"{S}", pgx.Identifier{schema}.Sanitize(),
+		"{FENCE}", strings.NewReplacer("{EPOCH}", epoch, "{S}", sch).Replace(fenceExpr),
+		"{EPOCH}", epoch,
+		"{S}", sch,
 		"{CH_READY}", pgx.Identifier{schema + "_ready"}.Sanitize(),
 		"{CH_TIMER}", pgx.Identifier{schema + "_timer"}.Sanitize(),
 		"{RUN_R}", qualified,
@@ -490,3 +495,9 @@ SELECT l.ord, COALESCE(k.state, ''),
 	k.id IS NULL AND EXISTS (SELECT 1 FROM {S}.runs r WHERE r.id = l.id)
 FROM l LEFT JOIN locked k ON k.id = l.id`
 }
+
+// fenceExpr is a claim's new fence for the run r: one more than its last, and at least the
+// connection's fence epoch in the high 32 bits, or, on a session without one, the stored epoch
+// plus one (epoch.go says why). COALESCE evaluates the subquery only when it is needed.
+const fenceExpr = `GREATEST(r.fence + 1, COALESCE(NULLIF(current_setting({EPOCH}, true), '')::bigint,
+	(SELECT e.epoch + 1 FROM {S}.fence_epoch e)) << 32)`

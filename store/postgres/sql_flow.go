@@ -1,9 +1,10 @@
 package postgres
 
-// sqlClaimFairSettings is the fair claim's transaction's settings (flow.go says why).
+// sqlClaimFairSettings is the fair claim's transaction's settings (flow.go says why) and how it
+// commits (sqlClaimCommit, epoch.go).
 const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
-	set_config('jit', 'off', true)`
+	set_config('jit', 'off', true), ` + sqlClaimCommit
 
 // The fair claim (flow.go), in one statement. $1 queues, $2 worker, $3 sticky-before, $4 limit,
 // $5 lease until, $6 now, $7 each queue's rotation cursor, $8 whether it has one.
@@ -84,7 +85,7 @@ picked AS (
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
 )
-UPDATE {S}.runs r SET state = 'running', fence = r.fence + 1, worker_id = $2, lease_until = $5,
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = $5,
 	updated_at = $6
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM picked))
 RETURNING {RUN_R}`
