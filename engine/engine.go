@@ -152,6 +152,13 @@ type Engine struct {
 
 var _ frontend.Frontend = (*Engine)(nil)
 
+// CheapClaims implements frontend.CheapClaims for the workers in this process: it is the store's
+// answer (false when the store does not say).
+func (e *Engine) CheapClaims() bool {
+	c, ok := e.store.(frontend.CheapClaims)
+	return ok && c.CheapClaims()
+}
+
 // New returns an engine; Start runs its services.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {

@@ -34,6 +34,14 @@ type Frontend interface {
 	Backfills
 }
 
+// CheapClaims is what a Frontend may also implement to say that a claim costs its store no wait
+// for a flush (a claim on Postgres commits asynchronously: store/postgres/epoch.go). A worker on
+// such a frontend claims as its slots free instead of lingering for larger claims
+// (worker/linger.go). A store says the same by the same method, and the engine passes it on.
+type CheapClaims interface {
+	CheapClaims() bool
+}
+
 // PollRequest asks for work.
 type PollRequest struct {
 	WorkerID string        `msgpack:"worker_id"`

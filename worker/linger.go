@@ -1,6 +1,10 @@
 package worker
 
-import "time"
+import (
+	"time"
+
+	"github.com/ultimat3/jobs/frontend"
+)
 
 // Lingering for a larger claim: every claim is a store transaction (on Postgres a walk of the
 // ready runs, an UPDATE and a commit with its fsync), and under load a poller used to claim as
@@ -13,6 +17,14 @@ import "time"
 // claimed at once. And the wait is short (ClaimLinger, a few milliseconds, under the length of
 // one step): a run that is ready while every slot is busy is waiting for a slot anyway, and the
 // linger only adds to that wait when the slot it would take is already free.
+//
+// A claim that costs no flush (frontend.CheapClaims: an in-process engine on Postgres, whose
+// claims commit asynchronously) is not worth a wait: by default such a poller does not linger.
+// Measured on ten-step runs in process (bench/ANALYSIS.md, "Claims without waiting for their
+// flush"), lingering there cost about a tenth: each run's slot stood idle up to the linger,
+// and runs claimed together stepped together, in cohorts that split the group commits. On
+// SQLite (a claim is a commit of the one writer) and behind the HTTP API (the client does not
+// say) the default linger stays.
 
 const (
 	defaultClaimLinger = 2 * time.Millisecond
@@ -36,6 +48,9 @@ func (w *Worker) lingerFor(concurrency int) (time.Duration, int) {
 	}
 	d := w.cfg.ClaimLinger
 	if d == 0 {
+		if c, ok := w.cfg.Frontend.(frontend.CheapClaims); ok && c.CheapClaims() {
+			return 0, 0
+		}
 		d = defaultClaimLinger
 	}
 	k := w.cfg.ClaimBatch

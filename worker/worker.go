@@ -71,7 +71,8 @@ type Config struct {
 	NoClaimAhead bool
 	// ClaimLinger is how long a poller that has runs in flight and fewer than ClaimBatch free
 	// slots waits for more to free before it claims, so that it makes fewer, larger claims
-	// (linger.go). An idle poller never waits. Defaults to 2ms; negative disables it.
+	// (linger.go). An idle poller never waits. Defaults to 2ms, or to none on a frontend whose
+	// claims are cheap (frontend.CheapClaims); negative disables it.
 	ClaimLinger time.Duration
 	// NoClaimGather makes a busy poller claim with the slots free when it wakes, instead of first
 	// letting the other runs readied by the same answers free theirs (gather.go).

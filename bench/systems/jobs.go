@@ -82,6 +82,13 @@ func (s *jobsSystem) Setup(ctx context.Context, env Env) error {
 	return s.eng.Start(ctx)
 }
 
+// claimLinger is BENCH_JOBS_CLAIM_LINGER, the workers' ClaimLinger (negative: no linger), for an
+// experiment; unset is the worker's default. The remote workers read it too.
+func claimLinger() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("BENCH_JOBS_CLAIM_LINGER"))
+	return d
+}
+
 // counting observes acknowledged completions on their way from the worker to the engine.
 type counting struct {
 	frontend.Frontend
@@ -89,6 +96,12 @@ type counting struct {
 	steps       *atomic.Int64
 	historyRead *atomic.Int64
 	onRecord    func(frontend.RecordRequest)
+}
+
+// CheapClaims passes the engine's answer on (worker/linger.go): the wrapper must not hide it.
+func (c counting) CheapClaims() bool {
+	cc, ok := c.Frontend.(frontend.CheapClaims)
+	return ok && cc.CheapClaims()
 }
 
 func (c counting) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
@@ -127,6 +140,7 @@ func (s *jobsSystem) startWorker(ctx context.Context, def jobs.Definition, concu
 		Registry:    reg,
 		Concurrency: concurrency,
 		StickyRuns:  s.stickyRuns,
+		ClaimLinger: claimLinger(),
 		Logger:      quietLogger(),
 	})
 	if err != nil {

@@ -362,7 +362,7 @@ func RemoteWorkerMain(args []string) error {
 		fe = timed{Frontend: fe, lat: lat}
 	}
 	w, err := worker.New(worker.Config{Frontend: fe, Registry: reg, Concurrency: conc,
-		Logger: quietLogger()})
+		ClaimLinger: claimLinger(), Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

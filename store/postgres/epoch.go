@@ -57,6 +57,10 @@ SELECT set_config({EPOCH}, e.epoch::text, false) FROM e`
 const sqlClaimCommit = `set_config('synchronous_commit', CASE WHEN COALESCE(current_setting({EPOCH}, true), '') = ''
 	THEN current_setting('synchronous_commit') ELSE 'off' END, true)`
 
+// CheapClaims implements frontend.CheapClaims: a claim does not wait for its flush (on a session
+// that holds an epoch, as the pool's do).
+func (s *Store) CheapClaims() bool { return true }
+
 // afterConnect chains the epoch's taking after next (the pool's own AfterConnect, if any).
 func (s *Store) afterConnect(next func(context.Context, *pgx.Conn) error) func(context.Context, *pgx.Conn) error {
 	take := s.render(sqlTakeEpoch)
