@@ -91,7 +91,7 @@ func Run(ctx context.Context, dir string, cfg Config) (Report, error) {
 		dbArgs = []string{"--database-url", pg.URL(), "--database-schema", "chaos"}
 	}
 
-	port, err := freePort()
+	port, err := pgcluster.FreePort()
 	if err != nil {
 		return rep, err
 	}

@@ -69,7 +69,7 @@ func Start(ctx context.Context, log io.Writer, conf ...string) (*Cluster, error)
 			return nil, err
 		}
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = FreePort(); err != nil {
 		return nil, err
 	}
 	if err := c.run(ctx, filepath.Join(bin, "initdb"), "-D", c.data(), "-U", "postgres", "-A", "trust", "--no-sync"); err != nil {
@@ -127,7 +127,8 @@ func (c *Cluster) Remove() {
 	_ = os.RemoveAll(c.dir)
 }
 
-func freePort() (int, error) {
+// FreePort is a loopback port free now, for a cluster or any other server a harness starts.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
