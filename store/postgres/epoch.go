@@ -18,6 +18,10 @@ import (
 // heartbeat's lease) commits synchronously, and a flush covers every WAL record before its own,
 // the claim's among them. What a crash can lose is a claim that Postgres had acknowledged and no
 // synchronous commit had followed yet. Its run comes back ready, at the fence it had before.
+// What that costs: the worker that received the lost claim may be running a step whose record
+// has not committed yet, and another worker may claim the run at once instead of after the lease,
+// so that step's side effect can run twice, as a worker's crash can make it run twice anyway;
+// only one of the two records can land.
 //
 // With fences bumped by one, the next claim of that run would hand out the lost claim's fence a
 // second time, perhaps to another worker, while the worker that received it first is still
