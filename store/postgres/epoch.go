@@ -42,6 +42,12 @@ import (
 // Fences are still bumped by every claim and only compared for equality and order, so nothing
 // else changes. SQLite's and the memory store's claims are durable when they return and keep
 // counting from one.
+//
+// During a rolling upgrade from a version before migration 018, an older engine still claims
+// synchronously with the fence plus one. Should the server crash then, such a claim can repeat
+// the fence of a newer engine's lost claim; the records of the two are still told apart by their
+// seqs (every record carries AfterSeq), so a run's history stays linear, and the guarantee is
+// whole again once no older engine claims.
 
 // epochSetting is the name of the session setting that holds a connection's epoch: one per
 // schema, since a server session behind a pooler may serve stores of several schemas, and an
