@@ -71,6 +71,10 @@ const sqlClaimCommit = `set_config('synchronous_commit', CASE WHEN COALESCE(curr
 // that holds an epoch, as the pool's do).
 func (s *Store) CheapClaims() bool { return true }
 
+// sqlClaimSettings is the oldest-first claim's settings statement: only how it commits (the fair
+// claim's, sqlClaimFairSettings, sets its plan too).
+const sqlClaimSettings = `SELECT ` + sqlClaimCommit
+
 // afterConnect chains the epoch's taking after next (the pool's own AfterConnect, if any).
 func (s *Store) afterConnect(next func(context.Context, *pgx.Conn) error) func(context.Context, *pgx.Conn) error {
 	take := s.render(sqlTakeEpoch)

@@ -189,7 +189,7 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	}
 	// One pipeline, one implicit transaction: how it commits, then the claim (epoch.go).
 	b := &pgx.Batch{}
-	b.Queue(s.render("SELECT " + sqlClaimCommit))
+	b.Queue(s.render(sqlClaimSettings))
 	b.Queue(s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit, ts(p.LeaseUntil), p.Now)
 	br := s.pool.SendBatch(ctx, b)
 	out, err := readClaim(br, make([]store.Run, 0, min(p.Limit, 256)))
