@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ultimat3/jobs"
 )
@@ -64,8 +63,9 @@ SELECT set_config({EPOCH}, e.epoch::text, false) FROM e`
 
 // sqlClaimCommit is the setting a claim's transaction commits with: asynchronously on a session
 // that holds an epoch, as the session commits otherwise on one that does not.
-const sqlClaimCommit = `set_config('synchronous_commit', CASE WHEN COALESCE(current_setting({EPOCH}, true), '') = ''
-	THEN current_setting('synchronous_commit') ELSE 'off' END, true)`
+const sqlClaimCommit = `set_config('synchronous_commit',
+	CASE WHEN COALESCE(current_setting({EPOCH}, true), '') = ''
+		THEN current_setting('synchronous_commit') ELSE 'off' END, true)`
 
 // CheapClaims implements frontend.CheapClaims: a claim does not wait for its flush (on a session
 // that holds an epoch, as the pool's do).
@@ -75,7 +75,8 @@ func (s *Store) CheapClaims() bool { return true }
 // claim's, sqlClaimFairSettings, sets its plan too).
 const sqlClaimSettings = `SELECT ` + sqlClaimCommit
 
-// afterConnect chains the epoch's taking after next (the pool's own AfterConnect, if any).
+// afterConnect makes every pooled connection take an epoch when it opens, after next (the pool's
+// own AfterConnect, if any).
 func (s *Store) afterConnect(next func(context.Context, *pgx.Conn) error) func(context.Context, *pgx.Conn) error {
 	take := s.render(sqlTakeEpoch)
 	return func(ctx context.Context, c *pgx.Conn) error {
@@ -89,9 +90,4 @@ func (s *Store) afterConnect(next func(context.Context, *pgx.Conn) error) func(c
 		}
 		return nil
 	}
-}
-
-// withEpochs sets pcfg's AfterConnect so that every pooled connection takes an epoch.
-func (s *Store) withEpochs(pcfg *pgxpool.Config) {
-	pcfg.AfterConnect = s.afterConnect(pcfg.AfterConnect)
 }

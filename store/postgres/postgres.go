@@ -190,7 +190,7 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 		writeImplied: cfg.WriteImpliedEvents,
 		close:        cancel,
 	}
-	s.withEpochs(pcfg)
+	pcfg.AfterConnect = s.afterConnect(pcfg.AfterConnect) // fence epochs (epoch.go)
 	if s.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		cancel()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open pool")

@@ -456,7 +456,8 @@ func newStatements(schema string) *statements {
 }
 
 // schemaReplacer renders {S}, {RUN}, {RUN_R}, the channel names {CH_READY} and {CH_TIMER}, the
-// name of the session's fence epoch {EPOCH} and a claim's new fence {FENCE} for schema. Names are quoted as identifiers, so they can never be read as SQL.
+// name of the session's fence epoch {EPOCH} and a claim's new fence {FENCE} for schema. Names are
+// quoted as identifiers, so they can never be read as SQL.
 func schemaReplacer(schema string) *strings.Replacer {
 	qualified := "r." + strings.Join(strings.Fields(runColumns), " r.")
 	// epochSetting(schema) is an identifier with a dot: no quote to escape.

@@ -18,11 +18,15 @@ ON CONFLICT (id) DO NOTHING RETURNING id`
 	sqlDedupePrune = `DELETE FROM {S}.dedupe WHERE created_at < $1`
 )
 
-var rendered sync.Map // schema + "\x00" + text → rendered text
+// rendered maps (schema, text) to the rendered text. A struct key: render runs on every claim,
+// and a key built by concatenation would allocate a copy of the statement each time.
+var rendered sync.Map
+
+type renderKey struct{ schema, text string }
 
 // render returns text rendered for this store's schema.
 func (s *Store) render(text string) string {
-	k := s.schema + "\x00" + text
+	k := renderKey{s.schema, text}
 	if v, ok := rendered.Load(k); ok {
 		return v.(string)
 	}
