@@ -54,10 +54,17 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	fences, counts, afters := make([]int64, n), make([]int64, n), make([]int64, n)
 	results, nows := make([][]byte, n), make([]time.Time, n)
 	first := make([]int, n) // per mutation of ms: where its events start in ev
+	pos := make([]int, n)   // per mutation of ms: its place in ids
+	total := 0
+	for i := range ms {
+		total += len(ms[i].Events)
+	}
 	var ev eventRows
+	ev.grow(total)
 	var implied []bool // per mutation of ms: its RunCompleted lives in the row (implied.go), not sent
 	for j, i := range order {
 		m := &ms[i]
+		pos[i] = j
 		ids[j], fences[j], counts[j], states[j], nows[j] = m.RunID, m.Fence, int64(len(m.Events)), string(m.State), m.Now
 		afters[j] = m.AfterSeq
 		if m.State == store.StateCompleted {
@@ -80,12 +87,26 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 			ev.add(ord, e)
 		}
 	}
-	applied := make(map[string]*store.Run, n)
+	runs, applied := make([]store.Run, n), make([]bool, n) // by place in ids
 	b := &pgx.Batch{}
-	b.Queue(s.q(stmtStepsApply), textArray(ids), fences, counts, textArray(states), byteaArray(results),
-		timeArray(nows), textArray(ev.runs), ev.seqs, textArray(ev.kinds), textArray(ev.names),
-		timeArray(ev.ats), byteaArray(ev.data), afters).
-		Query(func(rows pgx.Rows) error { return collectRuns(rows, applied, nil) })
+	b.Queue(s.q(stmtStepsApply), textArray(ids), int8Array(fences), int8Array(counts), textArray(states),
+		byteaArray(results), timeArray(nows), textArray(ev.runs), int8Array(ev.seqs), textArray(ev.kinds),
+		textArray(ev.names), timeArray(ev.ats), byteaArray(ev.data), int8Array(afters)).
+		Query(func(rows pgx.Rows) error {
+			sc := runScan{ids: ids} // a row's id is the batch's string
+			for rows.Next() {
+				r, err := sc.scan(rows)
+				if err != nil {
+					return err
+				}
+				j, ok := slices.BinarySearch(ids, r.ID)
+				if !ok {
+					return jobs.Errorf(jobs.CodeInvariant, "postgres run apply: the statement returned run %s, not in the batch", r.ID)
+				}
+				runs[j], applied[j] = r, true
+			}
+			return rows.Err()
+		})
 	// One statement: its implicit transaction (sendImplicit) is the whole batch's atomicity.
 	if err := s.sendImplicit(ctx, "run apply", b); err != nil {
 		return nil, err
@@ -93,18 +114,20 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 	// The events as stored reuse what the statement was sent: their data was copied once (add),
 	// and the run was scanned into memory of its own, so neither is copied again.
 	out := make([]store.MutationResult, n)
+	stored := make([]history.Event, total) // every mutation's Appended, in one allocation
 	for i, m := range ms {
-		run, ok := applied[m.RunID]
-		if !ok {
+		if !applied[pos[i]] {
 			out[i] = s.refusal(ctx, m)
 			continue
 		}
+		run := &runs[pos[i]]
 		sent := len(m.Events)
 		if implied != nil && implied[i] {
 			sent--
 		}
 		base := run.LastSeq - int64(len(m.Events))
-		appended := make([]history.Event, len(m.Events))
+		appended := stored[:len(m.Events):len(m.Events)]
+		stored = stored[len(m.Events):]
 		for j, e := range m.Events {
 			e.Seq = base + int64(j+1)
 			if j < sent {

@@ -69,3 +69,15 @@ func (a tsArray) Index(i int) any                     { return tsRef{&a[i]} }
 func (a tsArray) IndexType() any                      { return tsRef{} }
 
 func (r tsRef) TimestamptzValue() (pgtype.Timestamptz, error) { return *r.p, nil }
+
+// int8Array is a bigint[] parameter. An int64 fits in an interface only when it is small (below
+// 256), so fences (which carry an epoch in their high bits) and seqs were boxed one by one.
+type int8Array []int64
+
+type int8Ref struct{ p *int64 }
+
+func (a int8Array) Dimensions() []pgtype.ArrayDimension { return dims(a) }
+func (a int8Array) Index(i int) any                     { return int8Ref{&a[i]} }
+func (a int8Array) IndexType() any                      { return int8Ref{} }
+
+func (r int8Ref) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: *r.p, Valid: true}, nil }

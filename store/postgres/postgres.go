@@ -411,6 +411,11 @@ func scanRun(row pgx.Row) (store.Run, error) {
 // interface, so each one scanned into a local of its own escaped: five heap allocations a row
 // (the run, its state and three timestamps) before a single value was read. One runScan serves
 // every row of a result (collectRuns), and the scanned values are copied out of it.
+//
+// The text columns a result's rows mostly share (job, queue, tenant, worker, …) are read as the
+// driver's bytes and made strings only when they differ from the previous row's, and a run id
+// found in ids (a batch's own ids, sorted) is that string: a step batch's 16 rows otherwise
+// allocated a string per column per row, the largest part of the group commit's garbage.
 type runScan struct {
 	r                      store.Run
 	state                  pgtype.DriverBytes // interned (internState): a run is in one of a few states
@@ -418,7 +423,25 @@ type runScan struct {
 	single                 bool
 	lease, ready, finished pgtype.Timestamptz
 	dest                   []any
+	ids                    []string // sorted; a scanned id found here is not copied
+	shared                 [numShared]pgtype.DriverBytes
+	last                   [numShared]string // the previous row's strings of the shared columns;
+	// a single row's strings (scanRun): its buffer is released before Scan returns
 }
+
+// The columns runScan reads as bytes, in runColumns order after id.
+const (
+	sharedID = iota
+	sharedJob
+	sharedQueue
+	sharedTenant
+	sharedEnqueuedBy
+	sharedWorker
+	sharedErrorCode
+	sharedStopReason
+	sharedTraceState
+	numShared
+)
 
 func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 	if s.dest == nil {
@@ -427,25 +450,73 @@ func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 		if s.single {
 			state = &s.stateText
 		}
-		s.dest = []any{&r.ID, &r.Job, &r.Queue, &r.Key, &r.Tenant, &r.NoTenant, &r.EnqueuedBy, &r.Input,
-			state, &r.Attempt, &r.Fence, &r.WorkerID, &s.lease, &s.ready, &r.LastSeq, &r.Result, &r.ErrorCode,
-			&r.Error, &r.StopReason, &r.CreatedAt, &r.UpdatedAt, &s.finished, &r.TraceParent, &r.TraceState,
-			&r.Priority}
+		var sh [numShared]any
+		for c := range sh {
+			if s.single {
+				sh[c] = &s.last[c]
+			} else {
+				sh[c] = &s.shared[c]
+			}
+		}
+		s.dest = []any{sh[sharedID], sh[sharedJob], sh[sharedQueue], &r.Key, sh[sharedTenant], &r.NoTenant,
+			sh[sharedEnqueuedBy], &r.Input, state, &r.Attempt, &r.Fence, sh[sharedWorker], &s.lease, &s.ready,
+			&r.LastSeq, &r.Result, sh[sharedErrorCode], &r.Error, sh[sharedStopReason], &r.CreatedAt,
+			&r.UpdatedAt, &s.finished, &r.TraceParent, sh[sharedTraceState], &r.Priority}
 	}
 	// Every target is written by a successful scan (a NULL bytea as nil); the driver copies the
-	// bytes it scans, so the run shares no memory with the next row's.
+	// bytes it scans into strings and byte slices, so the run shares no memory with the next
+	// row's. The shared columns are the driver's buffer until text copies them.
 	if err := row.Scan(s.dest...); err != nil {
 		return store.Run{}, err
 	}
 	r := s.r
 	if s.single {
 		r.State = store.State(s.stateText)
-	} else {
-		r.State = internState(s.state)
+		r.ID, r.Job, r.Queue, r.Tenant = s.last[sharedID], s.last[sharedJob], s.last[sharedQueue], s.last[sharedTenant]
+		r.EnqueuedBy, r.WorkerID, r.ErrorCode = s.last[sharedEnqueuedBy], s.last[sharedWorker], s.last[sharedErrorCode]
+		r.StopReason, r.TraceState = s.last[sharedStopReason], s.last[sharedTraceState]
+		return s.finish(r), nil
 	}
+	r.State = internState(s.state)
+	r.ID = s.id()
+	r.Job, r.Queue, r.Tenant = s.text(sharedJob), s.text(sharedQueue), s.text(sharedTenant)
+	r.EnqueuedBy, r.WorkerID, r.ErrorCode = s.text(sharedEnqueuedBy), s.text(sharedWorker), s.text(sharedErrorCode)
+	r.StopReason, r.TraceState = s.text(sharedStopReason), s.text(sharedTraceState)
+	return s.finish(r), nil
+}
+
+// finish sets r's timestamps from the scan's.
+func (s *runScan) finish(r store.Run) store.Run {
 	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	return r, nil
+	return r
+}
+
+// text is shared column c as a string: the previous row's when the bytes are the same.
+func (s *runScan) text(c int) string {
+	b := s.shared[c]
+	if string(b) != s.last[c] { // compares without a copy
+		s.last[c] = string(b)
+	}
+	return s.last[c]
+}
+
+// id is the row's run id: the string of ids it equals, or a copy.
+func (s *runScan) id() string {
+	b := s.shared[sharedID]
+	lo, hi := 0, len(s.ids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.ids[m] < string(b) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s.ids) && s.ids[lo] == string(b) {
+		return s.ids[lo]
+	}
+	return string(b)
 }
 
 // appendRuns appends every row of rows to out: a claim's rows are distinct runs, and need no
@@ -514,6 +585,12 @@ type eventRows struct {
 	data  [][]byte
 }
 
+// grow makes room for n more rows without growing each column as they come.
+func (w *eventRows) grow(n int) {
+	w.runs, w.seqs, w.kinds = slices.Grow(w.runs, n), slices.Grow(w.seqs, n), slices.Grow(w.kinds, n)
+	w.names, w.ats, w.data = slices.Grow(w.names, n), slices.Grow(w.ats, n), slices.Grow(w.data, n)
+}
+
 // add appends e to run r (whose LastSeq it advances) and returns the event as stored.
 func (w *eventRows) add(r *store.Run, e history.Event) history.Event {
 	r.LastSeq++
@@ -531,7 +608,7 @@ func (w *eventRows) add(r *store.Run, e history.Event) history.Event {
 
 func (w *eventRows) queue(s *Store, b *pgx.Batch) {
 	if len(w.runs) > 0 {
-		b.Queue(s.q(stmtHistoryAppend), textArray(w.runs), w.seqs, textArray(w.kinds), textArray(w.names),
+		b.Queue(s.q(stmtHistoryAppend), textArray(w.runs), int8Array(w.seqs), textArray(w.kinds), textArray(w.names),
 			timeArray(w.ats), byteaArray(w.data))
 	}
 }
