@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,12 @@ import (
 // before 2026-12-01 21:00 UTC: the two-engine shape then also ran twice the worker processes,
 // each with half the slots, whose smaller claims and commits cost more per step.
 //
+// With several engines, each runs with GOMAXPROCS at its share of the machine's cores (-share):
+// scaled out, each engine would have a host or a container of its own, and Go sizes its
+// scheduler from the container's CPU limit. Two engines each sized for both cores of one host
+// kept four schedulers' worth of threads spinning for work on two cores (about 10 µs of the
+// engines' CPU a step, measured 2026-12-02).
+//
 // After each run the database is checked: every run completed exactly once (one RunCompleted,
 // attempt 1, no AttemptFailed), every history contiguous from seq 1 with the ten steps each.
 
@@ -42,6 +49,7 @@ import (
 type MultiResult struct {
 	Engines          int
 	WorkerProcs      int // worker processes in all
+	EngineProcs      int // each engine's GOMAXPROCS; 0: the runtime's default (every core)
 	Runs             int
 	Elapsed          time.Duration
 	Failed, Attempts int // AttemptFailed events; runs past their first attempt
@@ -50,13 +58,14 @@ type MultiResult struct {
 }
 
 // MultiMain runs `bench multi`: args are flags -engine (the engine binary), -runs,
-// -concurrency, -rounds, -worker-procs.
+// -concurrency, -rounds, -worker-procs, -share.
 func MultiMain(args []string) error {
 	var (
 		engineBin  string
 		runs, conc int
 		rounds     int
 		workers    int
+		share      bool
 		out        string
 	)
 	fs := flag.NewFlagSet("multi", flag.ContinueOnError)
@@ -65,6 +74,7 @@ func MultiMain(args []string) error {
 	fs.IntVar(&conc, "concurrency", 32, "runs in flight in total (worker slots), split over the worker processes")
 	fs.IntVar(&rounds, "rounds", 2, "measurements of each shape, alternating")
 	fs.IntVar(&workers, "worker-procs", remoteProcs, "worker processes in total, spread evenly over the engines (at least one each); 0: two per engine")
+	fs.BoolVar(&share, "share", true, "with several engines, run each with GOMAXPROCS at its share of the cores (as on hosts of their own); false: each sized to the whole machine")
 	fs.StringVar(&out, "out", "", "also write the markdown report here")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,7 +94,11 @@ func MultiMain(args []string) error {
 			if procs <= 0 {
 				procs = remoteProcs * engines
 			}
-			res, err := multiOnce(ctx, admin, engineBin, engines, runs, conc, max(1, procs/engines))
+			engineProcs := 0
+			if share && engines > 1 {
+				engineProcs = max(1, runtime.NumCPU()/engines)
+			}
+			res, err := multiOnce(ctx, admin, engineBin, engines, engineProcs, runs, conc, max(1, procs/engines))
 			if err != nil {
 				return fmt.Errorf("%d engine(s), round %d: %w", engines, r+1, err)
 			}
@@ -97,8 +111,8 @@ func MultiMain(args []string) error {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "\n### Several engines on one Postgres (`make bench-scale`)\n\n")
-	fmt.Fprintf(&md, "%d ten-step runs per measurement, %d in flight in total; each engine an `engine serve` process with its worker processes (the column) over HTTP/msgpack, the slots split evenly over them; callers enqueue over HTTP, spread over the engines; the shapes alternate, %d rounds.\n\n", runs, conc, rounds)
-	fmt.Fprintf(&md, "| engines | worker processes | round | seconds | runs/s | steps/s | ÷ one engine (same round) | commits/step | Postgres µs/step | engines µs/step | workers µs/step | checks |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&md, "%d ten-step runs per measurement, %d in flight in total; each engine an `engine serve` process with its worker processes (the column) over HTTP/msgpack, the slots split evenly over them; callers enqueue over HTTP, spread over the engines; the shapes alternate, %d rounds. GOMAXPROCS is each engine's (`default`: every one of the machine's %d cores); with several engines sharing a host, each runs at its share of the cores, as on hosts of its own (`-share`).\n\n", runs, conc, rounds, runtime.NumCPU())
+	fmt.Fprintf(&md, "| engines | GOMAXPROCS | worker processes | round | seconds | runs/s | steps/s | ÷ one engine (same round) | commits/step | Postgres µs/step | engines µs/step | workers µs/step | checks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, res := range results {
 		rate := float64(res.Runs) / res.Elapsed.Seconds()
 		ratio := "1.00×"
@@ -107,7 +121,11 @@ func MultiMain(args []string) error {
 			ratio = fmt.Sprintf("%.2f×", rate/(float64(one.Runs)/one.Elapsed.Seconds()))
 		}
 		steps := float64(res.Runs * 10)
-		fmt.Fprintf(&md, "| %d | %d | %d | %.2f | %.0f | %.0f | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", res.Engines, res.WorkerProcs, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio,
+		procs := "default"
+		if res.EngineProcs > 0 {
+			procs = strconv.Itoa(res.EngineProcs)
+		}
+		fmt.Fprintf(&md, "| %d | %s | %d | %d | %.2f | %.0f | %.0f | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", res.Engines, procs, res.WorkerProcs, i/2+1, res.Elapsed.Seconds(), rate, rate*10, ratio,
 			float64(res.Cost.Commits)/steps, 1e6*res.Cost.PgCPU/steps, 1e6*res.Cost.EngineCPU/steps, 1e6*res.Cost.WorkerCPU/steps, res.Checked)
 	}
 	fmt.Print(md.String())
@@ -176,8 +194,8 @@ func start(cmd *exec.Cmd, withStdin bool) (*proc, error) {
 	return p, nil
 }
 
-func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc, perEngine int) (MultiResult, error) {
-	res := MultiResult{Engines: engines, WorkerProcs: engines * perEngine, Runs: runs}
+func multiOnce(ctx context.Context, admin, engineBin string, engines, engineProcs, runs, conc, perEngine int) (MultiResult, error) {
+	res := MultiResult{Engines: engines, EngineProcs: engineProcs, WorkerProcs: engines * perEngine, Runs: runs}
 	db := fmt.Sprintf("bench_multi_%d", engines)
 	aconn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -221,6 +239,9 @@ func multiOnce(ctx context.Context, admin, engineBin string, engines, runs, conc
 		cmd := exec.Command(engineBin, "serve", "--database-url", dbURL, "--addr", addr, "--allow-undeclared",
 			"--no-scheduler", "--log-runs=false", "--log-level", "error")
 		cmd.Stderr = os.Stderr
+		if engineProcs > 0 {
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(engineProcs))
+		}
 		p, err := start(cmd, false)
 		if err != nil {
 			return res, err
