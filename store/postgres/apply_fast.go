@@ -99,11 +99,10 @@ func (s *Store) applySteps(ctx context.Context, ms []store.Mutation) ([]store.Mu
 				if err != nil {
 					return err
 				}
-				j, ok := slices.BinarySearch(ids, r.ID)
-				if !ok {
+				if sc.at < 0 {
 					return jobs.Errorf(jobs.CodeInvariant, "postgres run apply: the statement returned run %s, not in the batch", r.ID)
 				}
-				runs[j], applied[j] = r, true
+				runs[sc.at], applied[sc.at] = r, true
 			}
 			return rows.Err()
 		})

@@ -424,6 +424,7 @@ type runScan struct {
 	lease, ready, finished pgtype.Timestamptz
 	dest                   []any
 	ids                    []string // sorted; a scanned id found here is not copied
+	at                     int      // the last row's place in ids, -1 if not there
 	shared                 [numShared]pgtype.DriverBytes
 	last                   [numShared]string // the previous row's strings of the shared columns;
 	// a single row's strings (scanRun): its buffer is released before Scan returns
@@ -472,37 +473,34 @@ func (s *runScan) scan(row pgx.Row) (store.Run, error) {
 	r := s.r
 	if s.single {
 		r.State = store.State(s.stateText)
-		r.ID, r.Job, r.Queue, r.Tenant = s.last[sharedID], s.last[sharedJob], s.last[sharedQueue], s.last[sharedTenant]
-		r.EnqueuedBy, r.WorkerID, r.ErrorCode = s.last[sharedEnqueuedBy], s.last[sharedWorker], s.last[sharedErrorCode]
-		r.StopReason, r.TraceState = s.last[sharedStopReason], s.last[sharedTraceState]
-		return s.finish(r), nil
+	} else {
+		r.State = internState(s.state)
 	}
-	r.State = internState(s.state)
 	r.ID = s.id()
 	r.Job, r.Queue, r.Tenant = s.text(sharedJob), s.text(sharedQueue), s.text(sharedTenant)
 	r.EnqueuedBy, r.WorkerID, r.ErrorCode = s.text(sharedEnqueuedBy), s.text(sharedWorker), s.text(sharedErrorCode)
 	r.StopReason, r.TraceState = s.text(sharedStopReason), s.text(sharedTraceState)
-	return s.finish(r), nil
-}
-
-// finish sets r's timestamps from the scan's.
-func (s *runScan) finish(r store.Run) store.Run {
 	r.LeaseUntil, r.ReadyAt, r.FinishedAt = fromTS(s.lease), fromTS(s.ready), fromTS(s.finished)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	return r
+	return r, nil
 }
 
-// text is shared column c as a string: the previous row's when the bytes are the same.
+// text is shared column c as a string: the previous row's when the bytes are the same (a single
+// row scanned it as a string already).
 func (s *runScan) text(c int) string {
-	b := s.shared[c]
-	if string(b) != s.last[c] { // compares without a copy
-		s.last[c] = string(b)
+	if !s.single && string(s.shared[c]) != s.last[c] { // compares without a copy
+		s.last[c] = string(s.shared[c])
 	}
 	return s.last[c]
 }
 
-// id is the row's run id: the string of ids it equals, or a copy.
+// id is the row's run id: the string of ids it equals, whose place it leaves in at, or a copy
+// (at -1).
 func (s *runScan) id() string {
+	s.at = -1
+	if s.single {
+		return s.last[sharedID]
+	}
 	b := s.shared[sharedID]
 	lo, hi := 0, len(s.ids)
 	for lo < hi {
@@ -514,6 +512,7 @@ func (s *runScan) id() string {
 		}
 	}
 	if lo < len(s.ids) && s.ids[lo] == string(b) {
+		s.at = lo
 		return s.ids[lo]
 	}
 	return string(b)
