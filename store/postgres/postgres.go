@@ -81,6 +81,16 @@ type Config struct {
 	// round trip or two. Subscribe uses a connection of its own, outside the pool. Defaults to 16.
 	MaxConns int
 
+	// MinConns is how many connections the pool keeps open, opened in the background as the
+	// store opens and reopened when one closes (a lifetime's end, a network error). A connection
+	// opened under load makes its caller wait for the server's new process, authentication and
+	// the connection's fence epoch (epoch.go: a synchronous commit that takes a lock, so
+	// connections opening together take theirs one at a time); a pool that grows in a burst
+	// makes the burst's first claims and wake-ups wait for that. Zero means the pool_min_conns
+	// of URL if it names one, else MaxConns: the whole pool stays open. Negative keeps none open
+	// ahead; each connection then opens when a caller first needs it.
+	MinConns int
+
 	// Logger receives what the store does on its own: the notification listener losing its
 	// connection and reconnecting. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -169,8 +179,21 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: parse URL")
 	}
 	pcfg.MaxConns = int32(cfg.MaxConns)
+	switch {
+	case cfg.MinConns < 0:
+		pcfg.MinConns = 0
+	case cfg.MinConns > 0:
+		pcfg.MinConns = int32(cfg.MinConns)
+	case pcfg.MinConns == 0: // neither the field nor the URL says
+		pcfg.MinConns = pcfg.MaxConns
+	}
 	if pcfg.MinConns > pcfg.MaxConns {
 		pcfg.MinConns = pcfg.MaxConns
+	}
+	if pcfg.MaxConnLifetimeJitter == 0 {
+		// A pool opened at once would otherwise reach its connections' lifetime at once, and
+		// reopen them all together (each with its epoch) every MaxConnLifetime.
+		pcfg.MaxConnLifetimeJitter = pcfg.MaxConnLifetime / 5
 	}
 	if tune != nil {
 		tune(pcfg)

@@ -145,6 +145,58 @@ func TestConfigIsValidated(t *testing.T) {
 	}
 }
 
+// TestPoolOpensItsConnectionsAhead: by default the whole pool opens as the store opens, with
+// nothing asked of it, and each connection holds its fence epoch; MinConns and the URL's
+// pool_min_conns size that, and a negative MinConns opens nothing ahead.
+func TestPoolOpensItsConnectionsAhead(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want int32
+	}{
+		{"default", Config{MaxConns: 3}, 3},
+		{"MinConns", Config{MaxConns: 3, MinConns: 2}, 2},
+		{"above MaxConns", Config{MaxConns: 3, MinConns: 9}, 3},
+		{"pool_min_conns", Config{URL: url + sep + "pool_min_conns=1", MaxConns: 3}, 1},
+		{"none", Config{MaxConns: 3, MinConns: -1}, 0},
+	} {
+		s := OpenTest(t, c.cfg)
+		var open, idle int32
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			st := s.pool.Stat()
+			open, idle = st.TotalConns(), st.IdleConns()
+			if open >= c.want && idle == open || time.Now().After(deadline) {
+				break
+			}
+		}
+		if c.want == 0 {
+			time.Sleep(300 * time.Millisecond) // a background open would have begun by now
+			open = s.pool.Stat().TotalConns()
+		}
+		if open != c.want || idle != open {
+			t.Errorf("%s: %d connections open (%d idle) with nothing asked, want %d", c.name, open, idle, c.want)
+		}
+		if c.want == 0 {
+			continue
+		}
+		// Every connection opened ahead took its epoch as it opened (afterConnect).
+		conns := s.pool.AcquireAllIdle(context.Background())
+		for _, conn := range conns {
+			var epoch string
+			if err := conn.QueryRow(context.Background(), "SELECT current_setting($1, true)", epochSetting(s.schema)).Scan(&epoch); err != nil || epoch == "" {
+				t.Errorf("%s: a connection opened ahead holds epoch %q (%v)", c.name, epoch, err)
+			}
+			conn.Release()
+		}
+	}
+}
+
 // TestSchemasAreIsolated: two stores on two schemas of one database share nothing, not even a
 // run id.
 func TestSchemasAreIsolated(t *testing.T) {
