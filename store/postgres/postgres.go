@@ -218,6 +218,8 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 		cancel()
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open pool")
 	}
+	s.wg.Add(1)
+	go s.watchFresh() // a new schema's first statistics (analyze.go)
 	return s, nil
 }
 

