@@ -20,21 +20,31 @@ import (
 //
 // So until autovacuum has analyzed a table once, the store does that part of its work on a
 // shorter clock: every analyzeEvery it reads the tables' counters and analyzes each table that
-// holds analyzeAfter rows and twice as many as its statistics say. What the plans depend on is
+// holds analyzeAfter rows and growFactor times as many as its statistics say. What the plans depend on is
 // the table's size, so only growth counts, not updates: a table that churns at a steady size (a
 // window of wake-ups updating every run) is not analyzed again and again, which would make every
 // connection plan its statements anew each time. Once autovacuum has analyzed every watched table
 // (or after watchFor) the watch ends. On a database whose tables autovacuum has analyzed before,
 // the watch is one read of pg_stat_user_tables.
 
-// freshTables are the tables whose plans matter on the hot path: runs (claims, records, wakes),
-// history (reads by run), timers and waits (wake-ups delete by run).
-var freshTables = []string{"runs", "history", "timers", "waits"}
+// freshTables are the tables whose statements were seen planned as scans on a new schema: runs
+// (a record's write), timers and waits (a wake-up's deletes by run). history is not among them:
+// it is read only by its primary key's prefix, which every plan probes, and it grows by ten rows
+// a run, so watching it would analyze it (and make every plan that writes it again) far more
+// often than runs.
+var freshTables = []string{"runs", "timers", "waits"}
 
 const (
-	// analyzeAfter is the fewest rows a table holds before the store analyzes it: enough that a
-	// scan costs more than the probes it replaces.
-	analyzeAfter = 1000
+	// analyzeAfter is the fewest rows a table holds before the store analyzes it. Below a few
+	// thousand rows a scan costs about what a batch's probes do (a record write of 16 runs
+	// scanning 2,000 of them takes a fraction of a millisecond), and an ANALYZE is not free:
+	// besides its own read, it makes every connection plan its statements over the table again.
+	analyzeAfter = 2500
+	// growFactor is how much a table must have grown since its statistics were taken. Each
+	// ANALYZE makes every connection plan the statements over the table again, so a table
+	// filling at a steady rate is analyzed a few times (at 2,500 rows, 10,000, 40,000, …), not
+	// every few seconds.
+	growFactor = 4
 	// analyzeEvery is how often the watch reads the tables' counters. Backends report their
 	// counters about once a second, so reading more often would not see changes sooner.
 	analyzeEvery = time.Second
@@ -92,7 +102,7 @@ func (s *Store) analyzeFresh(ctx context.Context) (left int, err error) {
 			return 0, err
 		}
 		left++
-		if live >= analyzeAfter && float32(live) >= 2*known {
+		if live >= analyzeAfter && float32(live) >= growFactor*known {
 			due = append(due, name)
 		}
 	}
