@@ -20,18 +20,18 @@ import (
 //
 // So until autovacuum has analyzed a table once, the store does that part of its work on a
 // shorter clock: every analyzeEvery it reads the tables' counters and analyzes each table that
-// holds analyzeAfter rows and growFactor times as many as its statistics say. What the plans depend on is
-// the table's size, so only growth counts, not updates: a table that churns at a steady size (a
-// window of wake-ups updating every run) is not analyzed again and again, which would make every
-// connection plan its statements anew each time. Once autovacuum has analyzed every watched table
-// (or after watchFor) the watch ends. On a database whose tables autovacuum has analyzed before,
-// the watch is one read of pg_stat_user_tables.
+// holds analyzeAfter rows and growFactor times as many as its statistics say. What the plans
+// depend on is the table's size, so only growth counts, not updates: a table that churns at a
+// steady size (a window of wake-ups updating every run) is not analyzed again and again, which
+// would make every connection plan its statements anew each time. Once autovacuum has analyzed
+// every watched table (or after watchFor) the watch ends. On a database whose tables autovacuum
+// has analyzed before, the watch is one read of pg_stat_user_tables.
 
 // freshTables are the tables whose statements were seen planned as scans on a new schema: runs
 // (a record's write), timers and waits (a wake-up's deletes by run). history is not among them:
-// it is read only by its primary key's prefix, which every plan probes, and it grows by ten rows
-// a run, so watching it would analyze it (and make every plan that writes it again) far more
-// often than runs.
+// no scan of it was seen (it is read by its primary key's prefix), and it grows by ten rows a
+// run, so watching it would analyze it (and make every plan that writes it again) far more often
+// than runs.
 var freshTables = []string{"runs", "timers", "waits"}
 
 const (

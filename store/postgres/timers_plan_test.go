@@ -91,7 +91,7 @@ func genericPlanConn(t *testing.T, s *Store) *pgxpool.Conn {
 // A new schema's tables are analyzed by the store as they fill, without waiting for autovacuum's
 // first visit (analyze.go): the plans connections cached while the tables were empty are made
 // again from tables of their real size. Autovacuum is off for these tables, so only the store
-// can be what analyzes them; a table that changed by fewer than analyzeAfter rows is left alone.
+// can be what analyzes them; a table that holds fewer than analyzeAfter rows is left alone.
 func TestNewSchemaIsAnalyzedAsItFills(t *testing.T) {
 	t.Parallel()
 	s := OpenTest(t, Config{})
@@ -123,6 +123,6 @@ WHERE r.schemaname = $1 AND r.relname = 'runs' AND t.schemaname = $1 AND t.relna
 		t.Fatalf("runs after 3,000 inserts: analyzed %v, %v rows in its statistics; want analyzed with 3,000", runsAnalyzed, tuples)
 	}
 	if timersAnalyzed {
-		t.Errorf("timers was analyzed after 10 inserts; want it left to autovacuum below %d changed rows", analyzeAfter)
+		t.Errorf("timers was analyzed holding 10 rows; want it left to autovacuum below %d rows", analyzeAfter)
 	}
 }
