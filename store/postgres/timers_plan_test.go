@@ -88,8 +88,8 @@ func genericPlanConn(t *testing.T, s *Store) *pgxpool.Conn {
 	return conn
 }
 
-// A new schema's tables are analyzed by the store as they fill, without waiting for autovacuum's
-// first visit (analyze.go): the plans connections cached while the tables were empty are made
+// The store analyzes a table that outgrew its statistics, without waiting for autovacuum's
+// next visit (analyze.go): the plans connections cached while the tables were empty are made
 // again from tables of their real size. Autovacuum is off for these tables, so only the store
 // can be what analyzes them; a table that holds fewer than analyzeAfter rows is left alone.
 func TestNewSchemaIsAnalyzedAsItFills(t *testing.T) {
