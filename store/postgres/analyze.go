@@ -27,12 +27,12 @@ import (
 // second. It stops at the first refusal (a role that does not own the tables: autovacuum's rounds
 // are what remains then).
 
-// freshTables are the tables whose statements were seen planned as scans: runs (a record's write,
+// watchedTables are the tables whose statements were seen planned as scans: runs (a record's write,
 // a create's probe), timers and waits (a wake-up's deletes by run). history is not among them:
 // no scan of it was seen (it is read by its primary key's prefix), and it grows by ten rows a
 // run, so watching it would analyze it (and make every plan that writes it again) far more often
 // than runs.
-var freshTables = []string{"runs", "timers", "waits"}
+var watchedTables = []string{"runs", "timers", "waits"}
 
 const (
 	// analyzeAfter is the fewest rows a table holds before the store analyzes it. Below a few
@@ -50,20 +50,20 @@ const (
 	analyzeEvery = time.Second
 )
 
-// sqlFreshTables lists the given tables of the schema with how many rows they hold and how many
+// sqlWatchedTables lists the given tables of the schema with how many rows they hold and how many
 // their statistics say (-1: none yet).
-const sqlFreshTables = `
+const sqlWatchedTables = `
 SELECT s.relname, s.n_live_tup, c.reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
 WHERE s.schemaname = $1 AND s.relname = ANY($2::text[])`
 
-// watchFresh analyzes the tables of freshTables as they outgrow their statistics (above), until
+// watchStats analyzes the tables of watchedTables as they outgrow their statistics (above), until
 // the store closes or the database refuses.
-func (s *Store) watchFresh() {
+func (s *Store) watchStats() {
 	defer s.wg.Done()
 	t := time.NewTicker(analyzeEvery)
 	defer t.Stop()
 	for {
-		if err := s.analyzeFresh(s.closing); err != nil {
+		if err := s.analyzeOutgrown(s.closing); err != nil {
 			if s.closing.Err() == nil {
 				s.log.Warn("postgres: cannot analyze the engine's tables; autovacuum will", "schema", s.schema, "err", err)
 			}
@@ -77,9 +77,9 @@ func (s *Store) watchFresh() {
 	}
 }
 
-// analyzeFresh analyzes the tables of freshTables that have outgrown their statistics.
-func (s *Store) analyzeFresh(ctx context.Context) error {
-	rows, err := s.pool.Query(ctx, sqlFreshTables, s.schema, freshTables)
+// analyzeOutgrown analyzes the tables of watchedTables that have outgrown their statistics.
+func (s *Store) analyzeOutgrown(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, sqlWatchedTables, s.schema, watchedTables)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Store) analyzeFresh(ctx context.Context) error {
 		return err
 	}
 	for _, name := range due {
-		// name is one of freshTables, never input.
+		// name is one of watchedTables, never input.
 		if _, err := s.pool.Exec(ctx, s.render("ANALYZE {S}."+name)); err != nil {
 			return err
 		}

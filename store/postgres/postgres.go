@@ -224,7 +224,7 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "postgres: open the pool's connections")
 	}
 	s.wg.Add(1)
-	go s.watchFresh() // a new schema's first statistics (analyze.go)
+	go s.watchStats() // analyzes the hot tables as they outgrow their statistics (analyze.go)
 	return s, nil
 }
 
