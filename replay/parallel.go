@@ -12,7 +12,8 @@ import (
 // steps finished in (the order of their StepCompleted events) does not matter on replay. A live
 // one runs on its own goroutine and records as it finishes; records are serialised per execution
 // (recMu), each built on the seq the previous one left, so the engine's after_seq check holds,
-// and steps that finish while a record is in flight share the next record (pendingStep).
+// steps that finish while a record is in flight share the next record (pendingStep), and a
+// record's steps are settled before the next record begins.
 //
 // recMu orders records and nothing else: the call state (cs) has its own lock, csMu, taken only
 // to look a name up or to fold a record's answer in. So Go starts (or serves from the history)
@@ -22,13 +23,8 @@ import (
 var _ jobs.Parallel = (*runtimeImpl)(nil)
 
 type pendingStep struct {
-	cmd  frontend.Command
-	done chan stepRecorded
-}
-
-type stepRecorded struct {
-	seq int64
-	err error
+	cmd frontend.Command
+	p   *jobs.Promise
 }
 
 // Go implements jobs.Parallel.
@@ -63,51 +59,53 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 	go func() {
 		defer e.inflight.Done()
 		out, err := e.runStep(c, name, fn)
-		var seq int64
-		if err == nil {
-			seq, err = e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true})
-		}
 		if err != nil {
-			out = nil
+			p.Settle(nil, 0, err)
+			return
 		}
-		p.Settle(out, seq, err)
+		e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true}, p)
 	}()
 	return p
 }
 
 // recordParallel records one finished parallel step, together with any others that finished
-// meanwhile, and returns the seq that recorded it.
-func (e *Execution) recordParallel(cmd frontend.Command) (int64, error) {
-	ps := &pendingStep{cmd: cmd, done: make(chan stepRecorded, 1)}
+// meanwhile, and settles p with the seq that recorded it. Every promise of a record is settled
+// before the next record may begin, in the order the record appended them: a step recorded
+// later is never seen settled while one recorded earlier is not, so a live AwaitFirst names the
+// step the history records first, as its replay will.
+func (e *Execution) recordParallel(cmd frontend.Command, p *jobs.Promise) {
 	e.pmu.Lock()
-	e.pend = append(e.pend, ps)
+	e.pend = append(e.pend, &pendingStep{cmd: cmd, p: p})
 	e.pmu.Unlock()
 	// Whoever holds recMu next sends everything pending, this step included unless an earlier
-	// holder already took it.
+	// holder already took it (and settled it).
 	e.recMu.Lock()
+	defer e.recMu.Unlock()
 	e.pmu.Lock()
 	batch := e.pend
 	e.pend = nil
 	e.pmu.Unlock()
-	if len(batch) > 0 {
-		cmds := make([]frontend.Command, len(batch))
-		for i, b := range batch {
-			cmds[i] = b.cmd
-		}
-		resp, err := e.recordLocked(cmds)
-		seqs := map[string]int64{}
-		for _, ev := range resp.Appended {
-			if ev.Kind == history.KindStepCompleted {
-				seqs[ev.Name] = ev.Seq
-			}
-		}
-		for _, b := range batch {
-			b.done <- stepRecorded{seq: seqs[b.cmd.Name], err: err}
+	if len(batch) == 0 {
+		return
+	}
+	cmds := make([]frontend.Command, len(batch))
+	for i, b := range batch {
+		cmds[i] = b.cmd
+	}
+	resp, err := e.recordLocked(cmds)
+	seqs := map[string]int64{}
+	for _, ev := range resp.Appended {
+		if ev.Kind == history.KindStepCompleted {
+			seqs[ev.Name] = ev.Seq
 		}
 	}
-	e.recMu.Unlock()
-	r := <-ps.done
-	return r.seq, r.err
+	for _, b := range batch {
+		if err != nil {
+			b.p.Settle(nil, 0, err)
+		} else {
+			b.p.Settle(b.cmd.Output, seqs[b.cmd.Name], nil)
+		}
+	}
 }
 
 // recordedFuture reports whether the history records name as a parallel step.

@@ -104,3 +104,62 @@ func TestParallelStepsShareRecordsInFlight(t *testing.T) {
 		t.Errorf("records built on seqs %v", g.after)
 	}
 }
+
+// releaseRecorder answers records as an engine would and, once it has recorded the step named
+// after, releases the step waiting on release: a step that finishes the moment an earlier one's
+// record is answered.
+type releaseRecorder struct {
+	mu      sync.Mutex
+	seq     int64
+	after   string
+	release chan struct{}
+}
+
+func (r *releaseRecorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var resp frontend.RecordResponse
+	for _, c := range cmds {
+		r.seq++
+		ev := history.New(time.Now(), history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel})
+		ev.Seq = r.seq
+		resp.Appended = append(resp.Appended, ev)
+		if c.Name == r.after {
+			close(r.release)
+		}
+	}
+	resp.LastSeq = r.seq
+	return resp, nil
+}
+
+// A live AwaitFirst names the step recorded first, as the replay will, even when a later step
+// records the moment the earlier one's record is answered: a step's future is settled before
+// the next record may begin, so no later step is ever seen settled while an earlier one is not.
+func TestAwaitFirstLiveIsTheFirstRecorded(t *testing.T) {
+	t.Parallel()
+	input, _ := jobs.Encode("x")
+	started := history.New(time.Now(), history.RunStarted{Job: "race", Queue: jobs.DefaultQueue, Input: input, Key: "x", NoTenant: true})
+	started.Seq = 1
+	for i := range 300 {
+		rec := &releaseRecorder{seq: 1, after: "early", release: make(chan struct{})}
+		def := jobs.MustDefine("race", func(in string) string { return in }, jobs.NoTenant[string](),
+			func(c *jobs.Ctx, in string) (int, error) {
+				late := jobs.Go(c, "late", func(context.Context) (int, error) { <-rec.release; return 0, nil })
+				early := jobs.Go(c, "early", func(context.Context) (int, error) { return 1, nil })
+				return jobs.AwaitFirst(c, late, early)
+			})
+		ex, out, err := replay.Start(t.Context(), replay.Config{Def: def, Info: jobs.RunInfo{RunID: "r", Job: "race", Attempt: 1}, Recorder: rec}, []history.Event{started})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := <-out
+		<-ex.Exited()
+		var first int
+		if o.Kind != replay.Completed || jobs.Decode(o.Result, &first) != nil {
+			t.Fatalf("round %d: outcome %v: %v", i, o.Kind, o.Err)
+		}
+		if first != 1 {
+			t.Fatalf("round %d: AwaitFirst returned %d, the step recorded second; the replay would return 1", i, first)
+		}
+	}
+}

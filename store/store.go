@@ -128,10 +128,16 @@ type CreateRunResult struct {
 
 // ClaimParams claims up to Limit ready runs of Queues for WorkerID.
 type ClaimParams struct {
-	WorkerID   string
-	Queues     []string
-	Limit      int
-	Now        time.Time
+	WorkerID string
+	Queues   []string
+	Limit    int
+	Now      time.Time
+	// LeaseUntil is the lease a claimed run takes, except for a run whose ReadyAt is after Now:
+	// that one is leased for as long (LeaseUntil - Now) from its ReadyAt (LeaseFor). Now was
+	// read before the claim reached the database, and a run made ready in between, by a clock
+	// that had moved on (a timer fired at a later Now, a fake clock advanced), would otherwise
+	// take a lease already past by that clock, and lose it to the next lease sweep while its
+	// worker runs it.
 	LeaseUntil time.Time
 	// StickyBefore: a ready run whose WorkerID is another worker's is claimable only if its
 	// ReadyAt is at or before this time (the sticky window has passed). Runs whose WorkerID is
@@ -143,6 +149,14 @@ type ClaimParams struct {
 	// Rotation maps a queue to the tenant its previous claim ended on: the fair claim starts
 	// its round after it (see flow.go). The caller keeps it; NextRotation moves it.
 	Rotation map[string]string
+}
+
+// LeaseFor is the lease a claim of p gives a run ready since readyAt.
+func (p ClaimParams) LeaseFor(readyAt time.Time) time.Time {
+	if readyAt.After(p.Now) {
+		return readyAt.Add(p.LeaseUntil.Sub(p.Now))
+	}
+	return p.LeaseUntil
 }
 
 // Transition is what a worker's commands make of a running run. The zero value leaves it running

@@ -92,7 +92,7 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 		r := recs[c.ID]
 		r.run.Fence++
 		r.run.WorkerID = p.WorkerID
-		r.run.LeaseUntil = p.LeaseUntil
+		r.run.LeaseUntil = p.LeaseFor(r.run.ReadyAt)
 		r.run.UpdatedAt = p.Now
 		s.setState(r, store.StateRunning)
 		out = append(out, cloneRun(r.run))

@@ -439,7 +439,7 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	for _, r := range chosen {
 		r.run.Fence++
 		r.run.WorkerID = p.WorkerID
-		r.run.LeaseUntil = p.LeaseUntil
+		r.run.LeaseUntil = p.LeaseFor(r.run.ReadyAt)
 		r.run.UpdatedAt = p.Now
 		s.setState(r, store.StateRunning)
 		out = append(out, cloneRun(r.run))

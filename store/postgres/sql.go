@@ -160,7 +160,7 @@ WITH picked AS (
 	ORDER BY c.ready_at, c.id
 	LIMIT $4
 )
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = $5,
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = {LEASE},
 	updated_at = $6
 FROM picked WHERE r.id = picked.id
 RETURNING {RUN_R}`,
@@ -456,7 +456,8 @@ func newStatements(schema string) *statements {
 }
 
 // schemaReplacer renders {S}, {RUN}, {RUN_R}, the channel names {CH_READY} and {CH_TIMER}, the
-// name of the session's fence epoch {EPOCH} and a claim's new fence {FENCE} for schema. Names are
+// name of the session's fence epoch {EPOCH}, a claim's new fence {FENCE} and its lease {LEASE}
+// for schema. Names are
 // quoted as identifiers, so they can never be read as SQL.
 func schemaReplacer(schema string) *strings.Replacer {
 	qualified := "r." + strings.Join(strings.Fields(runColumns), " r.")
@@ -465,6 +466,7 @@ func schemaReplacer(schema string) *strings.Replacer {
 	sch := pgx.Identifier{schema}.Sanitize()
 	return strings.NewReplacer(
 		"{FENCE}", strings.NewReplacer("{EPOCH}", epoch, "{S}", sch).Replace(fenceExpr),
+		"{LEASE}", leaseExpr,
 		"{EPOCH}", epoch,
 		"{S}", sch,
 		"{CH_READY}", pgx.Identifier{schema + "_ready"}.Sanitize(),
@@ -496,6 +498,10 @@ SELECT l.ord, COALESCE(k.state, ''),
 	k.id IS NULL AND EXISTS (SELECT 1 FROM {S}.runs r WHERE r.id = l.id)
 FROM l LEFT JOIN locked k ON k.id = l.id`
 }
+
+// leaseExpr is the lease a claim ($5 lease until, $6 now) gives the run r: $5, or as long from
+// r's ready_at when the run became ready after $6 (store.ClaimParams.LeaseFor).
+const leaseExpr = `CASE WHEN r.ready_at > $6 THEN r.ready_at + ($5::timestamptz - $6::timestamptz) ELSE $5 END`
 
 // fenceExpr is a claim's new fence for the run r: one more than its last, and at least the
 // connection's fence epoch in the high 32 bits, or, on a session without one, the stored epoch

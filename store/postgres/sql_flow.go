@@ -85,7 +85,7 @@ picked AS (
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
 )
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = $5,
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = {LEASE},
 	updated_at = $6
 WHERE r.ctid = ANY (ARRAY(SELECT tid FROM picked))
 RETURNING {RUN_R}`

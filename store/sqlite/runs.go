@@ -621,7 +621,8 @@ func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) 
 		return nil, err
 	}
 	rows, err := t.query(sqlClaimRuns, nameArgs("worker", p.WorkerID,
-		"lease_until", encTime(p.LeaseUntil), "now", encTime(p.Now), "ids", string(list))...)
+		"lease_until", encTime(p.LeaseUntil), "lease", int64(p.LeaseUntil.Sub(p.Now)), "now", encTime(p.Now),
+		"ids", string(list))...)
 	if err != nil {
 		return nil, err
 	}

@@ -73,9 +73,11 @@ const (
 
 	// sqlClaimRuns claims the chosen runs (:ids, a JSON array) in one statement: one bind, one
 	// step loop and one reset on the writer for the whole claim, not one a run. RETURNING's
-	// order is SQLite's, so the Go code puts the rows back in the chosen order.
+	// order is SQLite's, so the Go code puts the rows back in the chosen order. A run ready
+	// after :now is leased for :lease from its ready_at (store.ClaimParams.LeaseFor).
 	sqlClaimRuns = `UPDATE runs SET state = 'running', fence = fence + 1, worker_id = :worker,
-		lease_until = :lease_until, updated_at = :now
+		lease_until = CASE WHEN ready_at > :now THEN ready_at + :lease ELSE :lease_until END,
+		updated_at = :now
 		WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'ready'
 		RETURNING ` + runCols
 

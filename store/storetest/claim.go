@@ -100,6 +100,25 @@ var claimTests = []test{
 		}
 	}},
 
+	{"LeasesFromAReadyAtPastItsNow", func(t *testing.T, s store.Store) {
+		// The claimer read its clock (claimedAt) before the runs became ready two minutes later
+		// (a timer fired by a clock that had moved on): each lease runs its full length from
+		// the run's ReadyAt, in either claim order, so the sweep at the ready clock's next
+		// second leaves it held.
+		lease := leaseUntil.Sub(claimedAt)
+		for n, oldest := range map[int]bool{1: false, 2: true} {
+			create(t, s, inQueue(n, "q", 2*time.Minute))
+			p := claimParams("w", 1, "q")
+			p.OldestFirst = oldest
+			r := claimOne(t, s, p)
+			wantTime(t, "LeaseUntil of a run ready after the claim's Now", r.LeaseUntil, at(2*time.Minute).Add(lease))
+			if woken, err := s.RunExpireLeases(t.Context(), at(2*time.Minute+time.Second), 10); err != nil || len(woken) != 0 {
+				t.Errorf("the sweep a second after the run became ready: %v, %v; want the lease held", wokenIDs(woken), err)
+			}
+			wantState(t, s, r.ID, store.StateRunning)
+		}
+	}},
+
 	{"StickyWindow", func(t *testing.T, s store.Store) {
 		// Runs 1 and 2 wake (ready at sleepUntil) parked on w1; run 3, in run 1's queue, is a
 		// fresh run that became ready after them.
