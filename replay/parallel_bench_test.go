@@ -27,15 +27,7 @@ func (s *slowRecorder) Record(ctx context.Context, cmds []frontend.Command) (fro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records++
-	var resp frontend.RecordResponse
-	for _, c := range cmds {
-		s.seq++
-		ev := history.New(time.Now(), history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel})
-		ev.Seq = s.seq
-		resp.Appended = append(resp.Appended, ev)
-	}
-	resp.LastSeq = s.seq
-	return resp, nil
+	return answerSteps(&s.seq, cmds), nil
 }
 
 // BenchmarkParallelSteps runs a body that starts N parallel steps and awaits them all, against a

@@ -35,15 +35,20 @@ func (g *gateRecorder) Record(ctx context.Context, cmds []frontend.Command) (fro
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return answerSteps(&g.seq, cmds), nil
+}
+
+// answerSteps answers cmds as an engine would: each a StepCompleted at the seq after *seq.
+func answerSteps(seq *int64, cmds []frontend.Command) frontend.RecordResponse {
 	var resp frontend.RecordResponse
 	for _, c := range cmds {
-		g.seq++
+		*seq++
 		ev := history.New(time.Now(), history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel})
-		ev.Seq = g.seq
+		ev.Seq = *seq
 		resp.Appended = append(resp.Appended, ev)
 	}
-	resp.LastSeq = g.seq
-	return resp, nil
+	resp.LastSeq = *seq
+	return resp
 }
 
 // Parallel steps that finish while a record is in flight share the next record, and each
@@ -118,17 +123,12 @@ type releaseRecorder struct {
 func (r *releaseRecorder) Record(ctx context.Context, cmds []frontend.Command) (frontend.RecordResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var resp frontend.RecordResponse
+	resp := answerSteps(&r.seq, cmds)
 	for _, c := range cmds {
-		r.seq++
-		ev := history.New(time.Now(), history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel})
-		ev.Seq = r.seq
-		resp.Appended = append(resp.Appended, ev)
 		if c.Name == r.after {
 			close(r.release)
 		}
 	}
-	resp.LastSeq = r.seq
 	return resp, nil
 }
 
@@ -140,7 +140,7 @@ func TestAwaitFirstLiveIsTheFirstRecorded(t *testing.T) {
 	input, _ := jobs.Encode("x")
 	started := history.New(time.Now(), history.RunStarted{Job: "race", Queue: jobs.DefaultQueue, Input: input, Key: "x", NoTenant: true})
 	started.Seq = 1
-	for i := range 300 {
+	for i := range 2000 {
 		rec := &releaseRecorder{seq: 1, after: "early", release: make(chan struct{})}
 		def := jobs.MustDefine("race", func(in string) string { return in }, jobs.NoTenant[string](),
 			func(c *jobs.Ctx, in string) (int, error) {
