@@ -18,6 +18,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
 )
 
@@ -151,9 +152,19 @@ type ClaimParams struct {
 	Rotation map[string]string
 }
 
-// LeaseFor is the lease a claim of p gives a run ready since readyAt.
+// Check refuses a claim without a Now or a LeaseUntil: LeaseFor measures a lease's length from
+// Now, and from a zero Now a lease would last for centuries.
+func (p ClaimParams) Check() error {
+	if p.Now.IsZero() || p.LeaseUntil.IsZero() {
+		return jobs.Errorf(jobs.CodeBadRequest, "claim: Now (%s) and LeaseUntil (%s) are both required",
+			p.Now.Format(time.RFC3339Nano), p.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// LeaseFor is the lease a claim of p (checked by Check) gives a run ready since readyAt.
 func (p ClaimParams) LeaseFor(readyAt time.Time) time.Time {
-	if readyAt.After(p.Now) {
+	if readyAt.After(p.Now) && p.LeaseUntil.After(p.Now) {
 		return readyAt.Add(p.LeaseUntil.Sub(p.Now))
 	}
 	return p.LeaseUntil

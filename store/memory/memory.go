@@ -394,6 +394,9 @@ func (s *Store) create(ps []store.CreateRunParams) ([]store.CreateRunResult, err
 // ---- RunClaim ----
 
 func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}

@@ -176,6 +176,9 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 
 // RunClaim is one statement (one round trip): pick under SKIP LOCKED, then bump the fence.
 func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
 	if p.Limit <= 0 || len(p.Queues) == 0 {
 		return nil, nil
 	}

@@ -501,7 +501,8 @@ FROM l LEFT JOIN locked k ON k.id = l.id`
 
 // leaseExpr is the lease a claim ($5 lease until, $6 now) gives the run r: $5, or as long from
 // r's ready_at when the run became ready after $6 (store.ClaimParams.LeaseFor).
-const leaseExpr = `CASE WHEN r.ready_at > $6 THEN r.ready_at + ($5::timestamptz - $6::timestamptz) ELSE $5 END`
+const leaseExpr = `CASE WHEN r.ready_at > $6 AND $5::timestamptz > $6::timestamptz
+	THEN r.ready_at + ($5::timestamptz - $6::timestamptz) ELSE $5 END`
 
 // fenceExpr is a claim's new fence for the run r: one more than its last, and at least the
 // connection's fence epoch in the high 32 bits, or, on a session without one, the stored epoch

@@ -237,6 +237,9 @@ func (t *wtx) insertRun(r *store.Run, started history.Event) error {
 
 // RunClaim implements store.Store.
 func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
 	if p.Limit <= 0 || len(p.Queues) == 0 {
 		return nil, nil
 	}

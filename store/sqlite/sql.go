@@ -76,7 +76,7 @@ const (
 	// order is SQLite's, so the Go code puts the rows back in the chosen order. A run ready
 	// after :now is leased for :lease from its ready_at (store.ClaimParams.LeaseFor).
 	sqlClaimRuns = `UPDATE runs SET state = 'running', fence = fence + 1, worker_id = :worker,
-		lease_until = CASE WHEN ready_at > :now THEN ready_at + :lease ELSE :lease_until END,
+		lease_until = CASE WHEN ready_at > :now AND :lease > 0 THEN ready_at + :lease ELSE :lease_until END,
 		updated_at = :now
 		WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'ready'
 		RETURNING ` + runCols

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -117,6 +118,20 @@ var claimTests = []test{
 			}
 			wantState(t, s, r.ID, store.StateRunning)
 		}
+	}},
+
+	{"RefusesAClaimWithoutNowOrLease", func(t *testing.T, s store.Store) {
+		create(t, s, inQueue(1, "q", 0))
+		noNow, noLease := claimParams("w", 1, "q"), claimParams("w", 1, "q")
+		noNow.Now, noLease.LeaseUntil = time.Time{}, time.Time{}
+		for what, p := range map[string]store.ClaimParams{"no Now": noNow, "no LeaseUntil": noLease} {
+			runs, err := s.RunClaim(t.Context(), p)
+			wantCode(t, "a claim with "+what, err, jobs.CodeBadRequest)
+			if len(runs) != 0 {
+				t.Errorf("a claim with %s took %v", what, ids(runs))
+			}
+		}
+		wantState(t, s, runID(1), store.StateReady)
 	}},
 
 	{"StickyWindow", func(t *testing.T, s store.Store) {
