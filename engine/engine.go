@@ -164,6 +164,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, jobs.Errorf(jobs.CodeDriverUnavailable, "engine: no store configured")
 	}
+	if cfg.Lease < 0 || cfg.Lease > store.MaxLease {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine: a lease of %s; it must be positive (or 0 for the default) and at most %s",
+			cfg.Lease, store.MaxLease)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

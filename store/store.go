@@ -152,12 +152,16 @@ type ClaimParams struct {
 	Rotation map[string]string
 }
 
-// Check refuses a claim without a Now or a LeaseUntil: LeaseFor measures a lease's length from
-// Now, and from a zero Now a lease would last for centuries.
+// MaxLease is the longest lease a claim may take.
+const MaxLease = 100 * 365 * 24 * time.Hour
+
+// Check refuses a claim without a Now or a LeaseUntil, or with a lease longer than MaxLease:
+// LeaseFor measures a lease's length from Now, and from a zero Now a lease would last for
+// centuries, past the times a store can keep.
 func (p ClaimParams) Check() error {
-	if p.Now.IsZero() || p.LeaseUntil.IsZero() {
-		return jobs.Errorf(jobs.CodeBadRequest, "claim: Now (%s) and LeaseUntil (%s) are both required",
-			p.Now.Format(time.RFC3339Nano), p.LeaseUntil.Format(time.RFC3339Nano))
+	if p.Now.IsZero() || p.LeaseUntil.IsZero() || p.LeaseUntil.Sub(p.Now) > MaxLease {
+		return jobs.Errorf(jobs.CodeBadRequest, "claim: Now (%s) and LeaseUntil (%s) are both required, at most %s apart",
+			p.Now.Format(time.RFC3339Nano), p.LeaseUntil.Format(time.RFC3339Nano), MaxLease)
 	}
 	return nil
 }

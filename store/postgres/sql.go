@@ -457,8 +457,7 @@ func newStatements(schema string) *statements {
 
 // schemaReplacer renders {S}, {RUN}, {RUN_R}, the channel names {CH_READY} and {CH_TIMER}, the
 // name of the session's fence epoch {EPOCH}, a claim's new fence {FENCE} and its lease {LEASE}
-// for schema. Names are
-// quoted as identifiers, so they can never be read as SQL.
+// for schema. Names are quoted as identifiers, so they can never be read as SQL.
 func schemaReplacer(schema string) *strings.Replacer {
 	qualified := "r." + strings.Join(strings.Fields(runColumns), " r.")
 	// epochSetting(schema) is an identifier with a dot: no quote to escape.

@@ -120,11 +120,12 @@ var claimTests = []test{
 		}
 	}},
 
-	{"RefusesAClaimWithoutNowOrLease", func(t *testing.T, s store.Store) {
+	{"RefusesAClaimWithoutNowOrLeaseOrEndless", func(t *testing.T, s store.Store) {
 		create(t, s, inQueue(1, "q", 0))
-		noNow, noLease := claimParams("w", 1, "q"), claimParams("w", 1, "q")
+		noNow, noLease, endless := claimParams("w", 1, "q"), claimParams("w", 1, "q"), claimParams("w", 1, "q")
 		noNow.Now, noLease.LeaseUntil = time.Time{}, time.Time{}
-		for what, p := range map[string]store.ClaimParams{"no Now": noNow, "no LeaseUntil": noLease} {
+		endless.LeaseUntil = endless.Now.Add(store.MaxLease + time.Second)
+		for what, p := range map[string]store.ClaimParams{"no Now": noNow, "no LeaseUntil": noLease, "a lease of centuries": endless} {
 			runs, err := s.RunClaim(t.Context(), p)
 			wantCode(t, "a claim with "+what, err, jobs.CodeBadRequest)
 			if len(runs) != 0 {
