@@ -555,7 +555,15 @@ func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (
 	return frontend.HeartbeatResponse{Codes: codes}, nil
 }
 
-// History implements frontend.Frontend.
+// History implements frontend.Frontend. What it reads is folded into the run's ledger when it
+// continues it (settle): a worker resuming a parked run reads what its wake-up appended (a
+// TimerFired, an EventReceived), and a worker replaying a run reads its whole history, before
+// the run's next record, and that record's check then reads nothing more. Before, each wake-up read the same events twice, the worker's read and
+// the ledger's (docs/architecture.md, "A wake-up reads its history once").
 func (e *Engine) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
-	return e.store.HistoryRead(ctx, runID, afterSeq, 0)
+	events, err := e.store.HistoryRead(ctx, runID, afterSeq, 0)
+	if err == nil && len(events) > 0 && events[0].Seq == afterSeq+1 { // contiguous from afterSeq
+		e.settle(runID, events)
+	}
+	return events, err
 }

@@ -135,8 +135,9 @@ func (e *Engine) ledgerAt(ctx context.Context, runID string, seq int64) (*ledger
 	return l, nil
 }
 
-// settle folds what a commit appended into the run's ledger, so the run's next record needs no
-// read. A ledger that moved on meanwhile is left alone: it is re-read when next needed.
+// settle folds what a commit appended, or what a worker's history read found after the ledger's
+// seq, into the run's ledger, so the run's next record needs no read. A ledger that moved on
+// meanwhile is left alone: it is re-read when next needed.
 func (e *Engine) settle(runID string, appended []history.Event) {
 	l, ok := e.ledgers.Peek(runID)
 	if !ok || len(appended) == 0 {
@@ -144,7 +145,9 @@ func (e *Engine) settle(runID string, appended []history.Event) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if appended[0].Seq == l.seq+1 {
+	// Events at or before l.seq are skipped by fold: a worker's read from the start of the
+	// history (a replay) continues a ledger as well as a read from its seq does.
+	if appended[0].Seq <= l.seq+1 {
 		if err := l.fold(appended); err != nil {
 			e.ledgers.Remove(runID)
 		}
