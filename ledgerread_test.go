@@ -3,32 +3,20 @@ package jobs_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ultimat3/jobs"
-	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
 )
 
-// readCounting counts the store's history reads.
-type readCounting struct {
-	store.Store
-	reads atomic.Int64
-}
-
-func (s *readCounting) HistoryRead(ctx context.Context, id string, after int64, limit int) ([]history.Event, error) {
-	s.reads.Add(1)
-	return s.Store.HistoryRead(ctx, id, after, limit)
-}
-
-// A wake-up reads its run's history once: the worker reads what the wake-up appended to resume a
-// parked body (or the whole history to replay one it does not keep), and the engine folds that
-// read into the run's ledger, so the record that follows is checked without a read of its own
-// (engine.History). Each wake-up used to read the same events twice.
+// A wake-up reads its run's history at most once. A timer's wake-up that the worker keeps parked
+// reads nothing: the claim carries what the wake-up appended (Task.Tail) and the engine's ledger
+// folded it as it fired. A replayed run reads its history once: the worker's read, which the
+// engine folds into the run's ledger, so the record that follows is checked without a read of
+// its own (engine.History). Each wake-up used to read the same events twice.
 func TestAWakeUpReadsItsHistoryOnce(t *testing.T) {
 	for _, b := range testenv.Backends() {
 		for _, sticky := range []int{0, -1} {
@@ -38,7 +26,7 @@ func TestAWakeUpReadsItsHistoryOnce(t *testing.T) {
 }
 
 func wakeUpReadsOnce(t *testing.T, b testenv.Backend, sticky int) {
-	counting := &readCounting{Store: b.Open(t)}
+	counting := testenv.CountHistoryReads(b.Open(t))
 	env := testenv.Start(t, testenv.Options{Store: counting})
 	{
 		j := jobs.MustDefine("nap-then-step", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
@@ -62,13 +50,17 @@ func wakeUpReadsOnce(t *testing.T, b testenv.Backend, sticky int) {
 				t.Fatalf("%d runs parked, want %d", w.Parked(), runs)
 			}
 		}
-		before := counting.reads.Load()
+		before := counting.Count()
 		env.Advance(time.Hour)
 		for _, id := range ids {
 			env.Await(id, store.StateCompleted)
 		}
-		if got := counting.reads.Load() - before; got != runs {
-			t.Errorf("%d history reads for %d wake-ups; want one each", got, runs)
+		want := int64(0) // parked: resumed from the claim's tail
+		if sticky < 0 {
+			want = runs // replayed: the worker's read, one each
+		}
+		if got := counting.Count() - before; got != want {
+			t.Errorf("%d history reads for %d wake-ups (sticky %d); want %d", got, runs, sticky, want)
 		}
 	}
 }

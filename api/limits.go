@@ -24,6 +24,8 @@ const (
 	defaultMaxConns = 1024
 	// taskOverhead is a generous estimate of a task's encoded size besides its input.
 	taskOverhead = 512
+	// eventOverhead is the same for an event of a task's Tail besides its name and data.
+	eventOverhead = 64
 )
 
 // budgetTasks splits tasks into those that fit the poll's byte budget and the rest, which the
@@ -33,6 +35,9 @@ func budgetTasks(tasks []frontend.Task, budget int) (keep, rest []frontend.Task)
 	used := 0
 	for i, t := range tasks {
 		used += len(t.Input) + len(t.Key) + len(t.Tenant) + len(t.EnqueuedBy) + len(t.TraceParent) + len(t.TraceState) + taskOverhead
+		for _, ev := range t.Tail {
+			used += len(ev.Name) + len(ev.Data) + eventOverhead
+		}
 		if i > 0 && used > budget {
 			return tasks[:i], tasks[i:]
 		}

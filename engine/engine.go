@@ -317,6 +317,9 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 func (e *Engine) Tick(ctx context.Context) { e.timers.Tick(ctx, e.clock.Now()) }
 
 func (e *Engine) woke(w []store.Woken) {
+	for _, r := range w {
+		e.settleWake(r.RunID, r.Appended)
+	}
 	if len(w) > 0 {
 		e.matching.Wake()
 	}
@@ -504,6 +507,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			LastSeq: r.LastSeq, LeaseUntil: r.LeaseUntil, Lease: e.matching.Lease(),
 			TraceParent: r.TraceParent, TraceState: r.TraceState}
 		tasks[i].LeaseToken = e.signLease(key, r.ID, r.Fence, r.WorkerID)
+		tasks[i].Tail = e.wokeTail(r.ID, r.LastSeq)
 		e.claimed.Add(r.ID, r.Job)
 		e.notes.Remove(r.ID)
 		e.seedLedger(r)
@@ -556,10 +560,10 @@ func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (
 }
 
 // History implements frontend.Frontend. What it reads is folded into the run's ledger when it
-// continues it (settle): a worker resuming a parked run reads what its wake-up appended (a
-// TimerFired, an EventReceived), and a worker replaying a run reads its whole history, before
-// the run's next record, and that record's check then reads nothing more. Before, each wake-up read the same events twice, the worker's read and
-// the ledger's (docs/architecture.md, "A wake-up reads its history once").
+// continues it (settle): a worker replaying a run reads its whole history before the run's next
+// record, and a worker resuming a parked run without a tail (Task.Tail) reads what was appended
+// since it parked; that record's check then reads nothing more (docs/architecture.md, "A
+// wake-up reads its history at most once").
 func (e *Engine) History(ctx context.Context, runID string, afterSeq int64) ([]history.Event, error) {
 	events, err := e.store.HistoryRead(ctx, runID, afterSeq, 0)
 	if err == nil && len(events) > 0 && events[0].Seq == afterSeq+1 { // contiguous from afterSeq

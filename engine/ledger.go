@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ type ledger struct {
 	failed  int
 	job     string // from RunStarted
 	started time.Time
+	// woke is what the run's last wake-up appended (a fired timer's event), kept while the
+	// ledger is at its last seq: the claim that follows hands it to the worker (Task.Tail), which
+	// resumes its parked body from it instead of reading the history (wokeTail).
+	woke []history.Event
 }
 
 // versionKey is a change point's key among a ledger's names. Change ids are their own namespace
@@ -152,6 +157,43 @@ func (e *Engine) settle(runID string, appended []history.Event) {
 			e.ledgers.Remove(runID)
 		}
 	}
+}
+
+// settleWake folds what a wake-up appended into the run's ledger, as settle does, and keeps it
+// for the run's next claim (wokeTail).
+func (e *Engine) settleWake(runID string, appended []history.Event) {
+	l, ok := e.ledgers.Peek(runID)
+	if !ok || len(appended) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if appended[0].Seq > l.seq+1 {
+		return // something else was appended since the ledger's seq: re-read when next needed
+	}
+	if err := l.fold(appended); err != nil {
+		e.ledgers.Remove(runID)
+		return
+	}
+	if l.seq == appended[len(appended)-1].Seq {
+		l.woke = appended
+	}
+}
+
+// wokeTail is what the claimed run's last wake-up appended, when that is the end of its history
+// (lastSeq) and the engine knows it: the worker that parked the run needs nothing else to resume
+// it. Nil otherwise; the worker then reads the history.
+func (e *Engine) wokeTail(runID string, lastSeq int64) []history.Event {
+	l, ok := e.ledgers.Peek(runID)
+	if !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.woke); n == 0 || l.seq != lastSeq || l.woke[n-1].Seq != lastSeq {
+		return nil
+	}
+	return slices.Clone(l.woke) // the worker's side may rewrite its events (codec/wrap opens them)
 }
 
 // claimVerdict explains a record the ledger refused. A writer that no longer holds the claim

@@ -539,7 +539,10 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 	if w.cache != nil {
 		if p, ok := w.cache.Peek(t.RunID); ok {
 			if p.taken.CompareAndSwap(false, true) {
-				events, err := rec.history(ctx, p.ex.LastSeq())
+				events, err := t.Tail, error(nil)
+				if n := len(events); n == 0 || events[0].Seq != p.ex.LastSeq()+1 || events[n-1].Seq != t.LastSeq {
+					events, err = rec.history(ctx, p.ex.LastSeq())
+				}
 				if err == nil {
 					if out, ok := p.ex.Resume(events, rec, info, span); ok {
 						w.cache.Remove(t.RunID)

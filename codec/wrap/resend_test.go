@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ultimat3/jobs/codec/wrap"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
 )
 
 // recorder is a frontend that keeps what Record was sent.
@@ -54,5 +56,40 @@ func TestResendCarriesTheSameCiphertext(t *testing.T) {
 	}
 	if bytes.Equal(rec.sent[2].Commands[0].Output, first[0].Output) {
 		t.Error("a new record reused an old ciphertext")
+	}
+}
+
+// poller is a frontend whose Poll answers tasks.
+type poller struct {
+	frontend.Frontend
+	tasks []frontend.Task
+}
+
+func (p *poller) Poll(context.Context, frontend.PollRequest) ([]frontend.Task, error) {
+	return p.tasks, nil
+}
+
+// A claim's tail (what the run's wake-up appended, resumed from without a history read) is opened
+// as a history read is: the parked body sees the plain payload.
+func TestPollOpensTheClaimsTail(t *testing.T) {
+	t.Parallel()
+	set := aesSet(t, "k1", "k1")
+	sealed, err := set.Encode([]byte{0xa1, 'p'})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := history.New(time.Unix(0, 0), history.EventReceived{WaitName: "w", EventID: "e1", Payload: sealed})
+	ev.Seq = 4
+	fe := wrap.Frontend(&poller{tasks: []frontend.Task{{RunID: "r1", LastSeq: 4, Tail: []history.Event{ev}}}}, set)
+	tasks, err := fe.Poll(context.Background(), frontend.PollRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tasks[0].Tail[0].Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.(history.EventReceived).Payload; !bytes.Equal(got, []byte{0xa1, 'p'}) {
+		t.Errorf("the tail's payload is %x after the codec; want it opened (a1 70)", got)
 	}
 }

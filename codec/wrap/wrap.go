@@ -46,6 +46,7 @@ func (f *codecFrontend) Poll(ctx context.Context, req frontend.PollRequest) ([]f
 	tasks, err := f.Frontend.Poll(ctx, req)
 	for i := range tasks {
 		tasks[i].Input = f.open(tasks[i].Input)
+		tasks[i].Tail = f.openEvents(tasks[i].Tail) // resumed from as a history read is
 	}
 	return tasks, err
 }

@@ -777,12 +777,15 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 			s.removeTimer(r, t)
 			continue
 		}
+		var appended []history.Event
 		if t.fire != nil {
 			e := *t.fire
 			e.At = now // when it fired, not when it was due
-			s.appendEvents(r, e)
+			appended = s.appendEvents(r, e)
 		}
-		out = append(out, s.wake(r, now)) // removes t with the run's other timers
+		w := s.wake(r, now) // removes t with the run's other timers
+		w.Appended = appended
+		out = append(out, w)
 	}
 	return out, nil
 }

@@ -119,14 +119,15 @@ func (s *Store) timerRound(ctx context.Context, now time.Time, limit int) ([]sto
 			dropped = append(dropped, r.ID)
 			continue
 		}
+		w := store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID}
 		if d.fire != nil {
 			d.fire.At = now // when it fired, not when it was due
-			evs.add(r, *d.fire)
+			w.Appended = []history.Event{evs.add(r, *d.fire)}
 		}
 		wokeIDs = append(wokeIDs, r.ID)
 		seqs = append(seqs, r.LastSeq)
 		queues = append(queues, r.Queue)
-		woken = append(woken, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
+		woken = append(woken, w)
 	}
 
 	b = t.batch()

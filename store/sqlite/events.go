@@ -153,7 +153,7 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 				continue
 			}
 			ev := history.New(now, history.EventReceived{WaitName: c.name, EventID: p.ID, Payload: p.Payload})
-			if err := t.wake(&r, now, &ev, true, true); err != nil {
+			if _, err := t.wake(&r, now, &ev, true, true); err != nil {
 				return err
 			}
 			woken[c.runID] = true

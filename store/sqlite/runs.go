@@ -122,21 +122,25 @@ func (t *wtx) clearSome(runID string, timers, waits bool) error {
 // indexes on the rest are left alone. WorkerID stays: the worker that parked the run gets first
 // call on it for the sticky window. Wake-ups come at whatever rate the runs chose, each a turn
 // of the single writer (bench/ANALYSIS.md, "Timer lag in the whole bench").
-func (t *wtx) wake(r *store.Run, now time.Time, ev *history.Event, timers, waits bool) error {
+func (t *wtx) wake(r *store.Run, now time.Time, ev *history.Event, timers, waits bool) ([]history.Event, error) {
+	var appended []history.Event
 	if ev != nil {
-		if _, err := t.appendEvents(r, *ev); err != nil {
-			return err
+		var err error
+		if appended, err = t.appendEvents(r, *ev); err != nil {
+			return nil, err
 		}
 	}
 	if err := t.clearSome(r.ID, timers, waits); err != nil {
-		return err
+		return nil, err
 	}
 	r.State = store.StateReady
 	r.ReadyAt = normTime(now)
 	r.UpdatedAt = normTime(now)
 	r.LeaseUntil = time.Time{}
-	_, err := t.exec(sqlRunWake, nameArgs("now", encTime(r.ReadyAt), "zero", int64(minTime), "last_seq", r.LastSeq, "id", r.ID)...)
-	return err
+	if _, err := t.exec(sqlRunWake, nameArgs("now", encTime(r.ReadyAt), "zero", int64(minTime), "last_seq", r.LastSeq, "id", r.ID)...); err != nil {
+		return nil, err
+	}
+	return appended, nil
 }
 
 // armTimer stores a timer of a run (replacing one with the same key).

@@ -48,11 +48,12 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 				if d.fire != nil {
 					d.fire.At = now // when it fired, not when it was due
 				}
-				if err := t.wake(&r, now, d.fire, true, d.hasWaits); err != nil {
+				appended, err := t.wake(&r, now, d.fire, true, d.hasWaits)
+				if err != nil {
 					return err
 				}
 				woken[d.runID] = true
-				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
+				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, Appended: appended})
 			}
 		}
 		return nil

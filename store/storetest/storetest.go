@@ -13,6 +13,7 @@
 package storetest
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -427,6 +428,16 @@ func ids(runs []store.Run) []string {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// sameWoken compares what a wake-up says of its run, not what it appended (compared apart).
+func sameWoken(a, b store.Woken) bool {
+	return a.RunID == b.RunID && a.Queue == b.Queue && a.WorkerID == b.WorkerID
+}
+
+// sameEvent compares two events as stored.
+func sameEvent(a, b history.Event) bool {
+	return a.Seq == b.Seq && a.Kind == b.Kind && a.Name == b.Name && a.At.Equal(b.At) && bytes.Equal(a.Data, b.Data)
 }
 
 func wokenIDs(ws []store.Woken) []string {

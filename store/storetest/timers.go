@@ -71,12 +71,19 @@ var timerTests = []test{
 		if !sameSet(wokenIDs(w), wokenIDs(want)) {
 			t.Fatalf("woke %+v, want %+v", w, want)
 		}
+		evs := events(t, s, r.ID)
 		for _, x := range w {
-			if x.RunID == r.ID && x != want[0] {
+			if x.RunID == r.ID && !sameWoken(x, want[0]) {
 				t.Errorf("woken %+v, want %+v (the sticky worker kept)", x, want[0])
 			}
+			// What the wake-up appended, as stored: the worker resumes from it without a read.
+			switch {
+			case x.RunID == r.ID && (len(x.Appended) != 1 || !sameEvent(x.Appended[0], evs[len(evs)-1])):
+				t.Errorf("the slept run's wake-up says it appended %+v; its history ends %+v", x.Appended, evs[len(evs)-1])
+			case x.RunID == d.ID && len(x.Appended) != 0:
+				t.Errorf("the delayed run's wake-up says it appended %+v; its timer has no event", x.Appended)
+			}
 		}
-		evs := events(t, s, r.ID)
 		wantKinds(t, "slept run", evs, history.KindRunStarted, history.KindTimerFired)
 		if evs[len(evs)-1].Name != "t0" {
 			t.Errorf("fired event named %q, want t0", evs[len(evs)-1].Name)
