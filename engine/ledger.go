@@ -30,9 +30,10 @@ type ledger struct {
 	failed  int
 	job     string // from RunStarted
 	started time.Time
-	// woke is what the run's last wake-up appended (a fired timer's event), kept while the
-	// ledger is at its last seq: the claim that follows hands it to the worker (Task.Tail), which
-	// resumes its parked body from it instead of reading the history (wokeTail).
+	// woke is what the run's last wake-up appended (a fired timer's event, a delivered event),
+	// kept until anything else is folded: the claim that follows hands it to the worker
+	// (Task.Tail), which resumes its parked body from it instead of reading the history
+	// (wokeTail).
 	woke []history.Event
 }
 
@@ -59,7 +60,7 @@ func (l *ledger) fold(events []history.Event) error {
 		if ev.Seq <= l.seq {
 			continue
 		}
-		l.seq = ev.Seq
+		l.seq, l.woke = ev.Seq, nil // a wake-up's events are the tail only until anything follows
 		switch ev.Kind {
 		case history.KindRunStarted:
 			p, err := ev.Decode()
@@ -175,9 +176,22 @@ func (e *Engine) settleWake(runID string, appended []history.Event) {
 		e.ledgers.Remove(runID)
 		return
 	}
-	if l.seq == appended[len(appended)-1].Seq {
+	if l.seq == appended[len(appended)-1].Seq && eventBytes(appended) <= maxWokeBytes {
 		l.woke = appended
 	}
+}
+
+// maxWokeBytes bounds the events a ledger keeps for its run's next claim: a delivered event's
+// payload may be a mebibyte, and the ledgers are many (Config.Ledgers). A larger one is read by
+// the worker, as before.
+const maxWokeBytes = 4 << 10
+
+func eventBytes(evs []history.Event) int {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Name) + len(ev.Data)
+	}
+	return n
 }
 
 // wokeTail is what the claimed run's last wake-up appended, when that is the end of its history

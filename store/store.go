@@ -244,9 +244,9 @@ type Woken struct {
 	Queue    string
 	WorkerID string
 	// Appended is what the wake-up appended to the run's history, as stored (its seqs the run's
-	// last): a fired timer's event. TimerFire fills it in every store; other wake-ups (a lapsed
-	// lease, a delivered event) may leave it empty. The engine hands it to the worker that claims
-	// the run, which then resumes a parked body without reading its history.
+	// last): a fired timer's event, a delivered event's EventReceived. TimerFire and Publish fill
+	// it in every store; a lapsed lease's wake-up appends nothing. The engine hands it to the
+	// worker that claims the run, which then resumes a parked body without reading its history.
 	Appended []history.Event
 }
 

@@ -848,8 +848,10 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 			continue
 		}
 		r.delivered[ev.id] = true
-		s.appendEvents(r, received(w.name, ev, p.Now))
-		res.Delivered = append(res.Delivered, s.wake(r, p.Now))
+		appended := s.appendEvents(r, received(w.name, ev, p.Now))
+		wk := s.wake(r, p.Now)
+		wk.Appended = appended
+		res.Delivered = append(res.Delivered, wk)
 	}
 	return res, nil
 }

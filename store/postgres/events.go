@@ -89,11 +89,12 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 		if r == nil || r.State != store.StateSuspended || slices.Contains(woke, r.ID) {
 			continue
 		}
-		evs.add(r, history.New(now, history.EventReceived{WaitName: w.name, EventID: p.ID, Payload: p.Payload}))
+		ev := evs.add(r, history.New(now, history.EventReceived{WaitName: w.name, EventID: p.ID, Payload: p.Payload}))
 		woke = append(woke, r.ID)
 		seqs = append(seqs, r.LastSeq)
 		queues = append(queues, r.Queue)
-		res.Delivered = append(res.Delivered, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
+		res.Delivered = append(res.Delivered, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID,
+			Appended: []history.Event{ev}})
 	}
 
 	b = t.batch()

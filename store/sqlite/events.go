@@ -153,11 +153,12 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 				continue
 			}
 			ev := history.New(now, history.EventReceived{WaitName: c.name, EventID: p.ID, Payload: p.Payload})
-			if _, err := t.wake(&r, now, &ev, true, true); err != nil {
+			appended, err := t.wake(&r, now, &ev, true, true)
+			if err != nil {
 				return err
 			}
 			woken[c.runID] = true
-			res.Delivered = append(res.Delivered, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID})
+			res.Delivered = append(res.Delivered, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, Appended: appended})
 		}
 		return nil
 	})

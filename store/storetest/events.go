@@ -49,6 +49,10 @@ var eventTests = []test{
 		}
 		evs := events(t, s, r.ID)
 		wantKinds(t, "history", evs, history.KindRunStarted, history.KindEventWaitStarted, history.KindEventReceived)
+		// What the delivery appended, as stored: the worker resumes from it without a read.
+		if d := res.Delivered; len(d) == 1 && (len(d[0].Appended) != 1 || !sameEvent(d[0].Appended[0], evs[len(evs)-1])) {
+			t.Errorf("the delivery says it appended %+v; the run's history ends %+v", d[0].Appended, evs[len(evs)-1])
+		}
 		if got := received(t, evs); len(got) == 1 &&
 			(got[0].WaitName != "w" || got[0].EventID != p.ID || !bytes.Equal(got[0].Payload, p.Payload)) {
 			t.Errorf("EventReceived %+v, want wait w, event %s and its payload", got[0], p.ID)
