@@ -103,16 +103,11 @@ func TestThreeDaySleepAndEventWaitComplete(t *testing.T) {
 			o := newOnboarding(t)
 			w := env.Worker(worker.Config{StickyRuns: sticky}, o.job)
 			id := enqueue(t, env, o.job, orgInput{OrgID: "acme"})
-			// The store says suspended as the suspending record commits; the worker parks the
-			// body when the answer is back. A wake-up claimed in between replays (the worker's
-			// fallback, see worker.go), so the parked case waits for the park before waking it.
+			// The parked case waits for the park before waking it (testenv.AwaitParked).
 			parked := func() {
 				t.Helper()
-				for deadline := time.Now().Add(10 * time.Second); sticky >= 0 && w.Parked() != 1; {
-					if time.Now().After(deadline) {
-						t.Fatalf("%d runs parked, want 1", w.Parked())
-					}
-					time.Sleep(time.Millisecond)
+				if sticky >= 0 {
+					testenv.AwaitParked(t, w, 1)
 				}
 			}
 

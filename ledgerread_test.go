@@ -63,10 +63,8 @@ func wakeUpReads(t *testing.T, b testenv.Backend, wake string, sticky, reads int
 	for _, id := range ids {
 		env.Await(id, store.StateSuspended)
 	}
-	for deadline := time.Now().Add(10 * time.Second); sticky >= 0 && w.Parked() != runs; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs parked, want %d", w.Parked(), runs)
-		}
+	if sticky >= 0 {
+		testenv.AwaitParked(t, w, runs)
 	}
 	before := counting.Count()
 	if wake == "timer" {

@@ -38,11 +38,7 @@ func TestRemoteWakeUpResumesFromTheClaimsTail(t *testing.T) {
 				}
 				ids = append(ids, res.RunID)
 			}
-			for deadline := time.Now().Add(10 * time.Second); w.Parked() != runs; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d runs parked, want %d", w.Parked(), runs)
-				}
-			}
+			testenv.AwaitParked(t, w, runs)
 			before := st.Count()
 			for _, id := range ids {
 				awaitState(t, e.eng, id, store.StateCompleted, 10*time.Second)

@@ -145,6 +145,16 @@ func (e *Engine) ledgerAt(ctx context.Context, runID string, seq int64) (*ledger
 // seq, into the run's ledger, so the run's next record needs no read. A ledger that moved on
 // meanwhile is left alone: it is re-read when next needed.
 func (e *Engine) settle(runID string, appended []history.Event) {
+	e.continueLedger(runID, appended, false)
+}
+
+// settleWake is settle for what a wake-up appended, which the ledger also keeps for the run's
+// next claim (wokeTail).
+func (e *Engine) settleWake(runID string, appended []history.Event) {
+	e.continueLedger(runID, appended, true)
+}
+
+func (e *Engine) continueLedger(runID string, appended []history.Event, wake bool) {
 	l, ok := e.ledgers.Peek(runID)
 	if !ok || len(appended) == 0 {
 		return
@@ -152,31 +162,16 @@ func (e *Engine) settle(runID string, appended []history.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Events at or before l.seq are skipped by fold: a worker's read from the start of the
-	// history (a replay) continues a ledger as well as a read from its seq does.
-	if appended[0].Seq <= l.seq+1 {
-		if err := l.fold(appended); err != nil {
-			e.ledgers.Remove(runID)
-		}
-	}
-}
-
-// settleWake folds what a wake-up appended into the run's ledger, as settle does, and keeps it
-// for the run's next claim (wokeTail).
-func (e *Engine) settleWake(runID string, appended []history.Event) {
-	l, ok := e.ledgers.Peek(runID)
-	if !ok || len(appended) == 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// history (a replay) continues a ledger as well as a read from its seq does. One that starts
+	// past l.seq+1 leaves a gap: something else was appended, and is read when next needed.
 	if appended[0].Seq > l.seq+1 {
-		return // something else was appended since the ledger's seq: re-read when next needed
+		return
 	}
 	if err := l.fold(appended); err != nil {
 		e.ledgers.Remove(runID)
 		return
 	}
-	if l.seq == appended[len(appended)-1].Seq && eventBytes(appended) <= maxWokeBytes {
+	if wake && l.seq == appended[len(appended)-1].Seq && eventBytes(appended) <= maxWokeBytes {
 		l.woke = appended
 	}
 }
@@ -204,7 +199,8 @@ func (e *Engine) wokeTail(runID string, lastSeq int64) []history.Event {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := len(l.woke); n == 0 || l.seq != lastSeq || l.woke[n-1].Seq != lastSeq {
+	// fold empties woke whenever the ledger moves on, so a woke there ends at l.seq.
+	if len(l.woke) == 0 || l.seq != lastSeq {
 		return nil
 	}
 	return slices.Clone(l.woke) // the worker's side may rewrite its events (codec/wrap opens them)

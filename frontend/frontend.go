@@ -78,9 +78,10 @@ type Task struct {
 	TraceParent string `msgpack:"traceparent,omitempty"`
 	TraceState  string `msgpack:"tracestate,omitempty"`
 	// Tail is the end of the run's history when the engine knows it without a read: what the
-	// run's last wake-up appended (a fired timer's event, a delivered event), its last seq LastSeq. A worker that
-	// keeps the run parked at Tail[0].Seq−1 resumes it from Tail; any other worker reads the
-	// history as it would without it. Empty when the engine does not know it.
+	// run's last wake-up appended (a fired timer's event, a delivered event), its last seq
+	// LastSeq. A worker that keeps the run parked at Tail[0].Seq−1 resumes it from Tail; any
+	// other worker reads the history as it would without it. Empty when the engine does not
+	// know it.
 	Tail []history.Event `msgpack:"tail,omitempty"`
 }
 

@@ -539,8 +539,11 @@ func (w *Worker) execution(t frontend.Task, def jobs.Definition, info jobs.RunIn
 	if w.cache != nil {
 		if p, ok := w.cache.Peek(t.RunID); ok {
 			if p.taken.CompareAndSwap(false, true) {
-				events, err := t.Tail, error(nil)
-				if n := len(events); n == 0 || events[0].Seq != p.ex.LastSeq()+1 || events[n-1].Seq != t.LastSeq {
+				var events []history.Event
+				var err error
+				if n := len(t.Tail); n > 0 && t.Tail[0].Seq == p.ex.LastSeq()+1 && t.Tail[n-1].Seq == t.LastSeq {
+					events = t.Tail // what the wake-up appended, handed over with the claim
+				} else {
 					events, err = rec.history(ctx, p.ex.LastSeq())
 				}
 				if err == nil {

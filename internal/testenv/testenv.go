@@ -162,6 +162,18 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 	return jobstest.Await(e.T, e.Engine, runID, states...)
 }
 
+// AwaitParked waits (in wall-clock time, up to 10s) until w keeps n runs parked. The store says
+// suspended as the suspending record commits, and the worker parks the body only when the
+// answer is back: a wake-up claimed in between replays, so a test of the parked path waits.
+func AwaitParked(t testing.TB, w *worker.Worker, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); w.Parked() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs parked, want %d", w.Parked(), n)
+		}
+	}
+}
+
 // History returns a run's whole history.
 func (e *Env) History(runID string) []history.Event {
 	e.T.Helper()

@@ -287,13 +287,18 @@ func (s *Store) clearTimersAndWaits(r *runRec) {
 	}
 }
 
-// wake makes a parked run ready. WorkerID is kept: the sticky worker gets first call.
-func (s *Store) wake(r *runRec, now time.Time) store.Woken {
+// wake appends evs (what woke the run, if anything) and makes the parked run ready. WorkerID is
+// kept: the sticky worker gets first call.
+func (s *Store) wake(r *runRec, now time.Time, evs ...history.Event) store.Woken {
+	var appended []history.Event
+	if len(evs) > 0 {
+		appended = s.appendEvents(r, evs...)
+	}
 	s.clearTimersAndWaits(r)
 	r.run.ReadyAt = now
 	r.run.UpdatedAt = now
 	s.setState(r, store.StateReady)
-	return store.Woken{RunID: r.run.ID, Queue: r.run.Queue, WorkerID: r.run.WorkerID}
+	return store.Woken{RunID: r.run.ID, Queue: r.run.Queue, WorkerID: r.run.WorkerID, Appended: appended}
 }
 
 // finish moves r into a final state. A finished run waits for nothing, so its timers and waits
@@ -777,15 +782,13 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 			s.removeTimer(r, t)
 			continue
 		}
-		var appended []history.Event
+		var fired []history.Event
 		if t.fire != nil {
 			e := *t.fire
 			e.At = now // when it fired, not when it was due
-			appended = s.appendEvents(r, e)
+			fired = append(fired, e)
 		}
-		w := s.wake(r, now) // removes t with the run's other timers
-		w.Appended = appended
-		out = append(out, w)
+		out = append(out, s.wake(r, now, fired...)) // removes t with the run's other timers
 	}
 	return out, nil
 }
@@ -848,10 +851,7 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 			continue
 		}
 		r.delivered[ev.id] = true
-		appended := s.appendEvents(r, received(w.name, ev, p.Now))
-		wk := s.wake(r, p.Now)
-		wk.Appended = appended
-		res.Delivered = append(res.Delivered, wk)
+		res.Delivered = append(res.Delivered, s.wake(r, p.Now, received(w.name, ev, p.Now)))
 	}
 	return res, nil
 }
