@@ -55,6 +55,12 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 				woken[d.runID] = true
 				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, Appended: appended})
 			}
+			if len(dues) < batch {
+				// The batch read every timer due (the writer is alone, so none was passed
+				// over): a next read would find nothing, and it is a statement on the one
+				// writer in every fire.
+				return nil
+			}
 		}
 		return nil
 	})
