@@ -64,22 +64,26 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 	if len(res) != len(ps) {
 		return nil, jobs.Errorf(jobs.CodeInternal, "bulk enqueue: the store answered %d of %d items", len(res), len(ps))
 	}
-	kick, wake := false, false
+	kick := false
+	var ready map[string]int // new runs ready now, by queue
 	for k, i := range idx {
 		out[i] = jobs.EnqueueItem{RunID: res[k].Run.ID, Deduped: res[k].Deduped}
 		if !res[k].Deduped {
 			if ps[k].Timer != nil {
 				kick = true
 			} else {
-				wake = true
+				if ready == nil {
+					ready = map[string]int{}
+				}
+				ready[ps[k].Run.Queue]++
 			}
 		}
 	}
 	if kick {
 		e.timers.Kick()
 	}
-	if wake {
-		e.matching.Wake()
+	for q, n := range ready {
+		e.matching.WakeQueue(q, n)
 	}
 	return out, nil
 }

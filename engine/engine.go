@@ -274,7 +274,11 @@ func (e *Engine) Start(ctx context.Context) error {
 					if s.Timer {
 						e.timers.Kick()
 					}
-					if s.Queue != "" {
+					switch {
+					case s.Queue == "":
+					case s.Fresh:
+						e.matching.WakeQueue(s.Queue, 1) // a full claim passes the wake on
+					default:
 						e.matching.Wake()
 					}
 				}
@@ -339,7 +343,7 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		if p.Timer != nil {
 			e.timers.Kick()
 		} else {
-			e.matching.Wake()
+			e.matching.WakeQueue(p.Run.Queue, 1)
 		}
 	}
 	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil

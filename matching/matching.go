@@ -42,6 +42,12 @@ type Service struct {
 	// queue, so a spurious wake costs a claim query, and a per-queue fan-out would cost more code
 	// than it saves.
 	wake chan struct{}
+	// idle are the long-polls waiting now, per queue, oldest first, and owed the wakes of new
+	// runs that none of them could take (wake.go).
+	idle map[string][]*waiter
+	owed map[string]owed
+	// seq numbers the targeted wakes.
+	seq uint64
 	// rotation is where each queue's last claim ended (store.ClaimParams.Rotation), so the next
 	// claim's round starts after that tenant.
 	rotation map[string]string
@@ -64,13 +70,14 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, wake: make(chan struct{})}
+	return &Service{cfg: cfg, wake: make(chan struct{}), idle: map[string][]*waiter{}, owed: map[string]owed{}}
 }
 
 // Lease returns the visibility window of a claim.
 func (s *Service) Lease() time.Duration { return s.cfg.Lease }
 
-// Wake tells waiting pollers that runs became ready.
+// Wake tells every waiting poller that runs became ready: runs woken from a suspension, which
+// only the worker keeping them parked may claim for a while (WakeQueue is for new runs).
 func (s *Service) Wake() {
 	s.mu.Lock()
 	close(s.wake)
@@ -100,10 +107,13 @@ func (s *Service) Poll(ctx context.Context, p PollParams) ([]store.Run, error) {
 	}
 	deadline := time.NewTimer(p.Wait)
 	defer deadline.Stop()
+	w := &waiter{queues: p.Queues, handed: make([]int, len(p.Queues)), ch: make(chan struct{}, 1)}
+	took := make([]int, len(p.Queues))
 	for {
-		// Take the wake channel before claiming, so a run made ready between the claim and the
-		// wait is not missed.
+		// Take the wake channel and the owed wakes before claiming, so a run made ready between
+		// the claim and the wait is not missed.
 		wake := s.current()
+		seq := s.startClaim(p.Queues, p.Max, took)
 		now := s.cfg.Clock.Now()
 		runs, err := s.cfg.Store.RunClaim(ctx, store.ClaimParams{
 			WorkerID:     p.WorkerID,
@@ -115,21 +125,33 @@ func (s *Service) Poll(ctx context.Context, p PollParams) ([]store.Run, error) {
 			OldestFirst:  s.cfg.OldestFirst,
 			Rotation:     s.currentRotation(),
 		})
+		if err != nil {
+			s.giveBack(p.Queues, took) // another poll claims what this one could not
+			return nil, err
+		}
 		s.rotated(runs)
-		if err != nil || len(runs) > 0 || p.Wait <= 0 {
-			return runs, err
+		s.claimed(p.Queues, seq, len(runs), p.Max)
+		if len(runs) > 0 || p.Wait <= 0 {
+			return runs, nil
+		}
+		if !s.wait(w, p.Max) {
+			continue // a wake came while the claim was in flight
 		}
 		fallback := time.NewTimer(s.cfg.Fallback)
 		select {
 		case <-wake:
+		case <-w.ch:
 		case <-fallback.C:
 		case <-deadline.C:
 			fallback.Stop()
+			s.leave(w, true)
 			return nil, nil
 		case <-ctx.Done():
 			fallback.Stop()
+			s.leave(w, true)
 			return nil, ctx.Err()
 		}
 		fallback.Stop()
+		s.leave(w, false)
 	}
 }

@@ -415,6 +415,9 @@ type Signal struct {
 	Queue string
 	// Timer is true when a timer was armed, so timer services re-read the next due time.
 	Timer bool
+	// Fresh is true when the runs that became ready are new (created ready), held by no worker:
+	// any one poller of the queue may claim them, so one is woken rather than all.
+	Fresh bool
 }
 
 // Notifier is implemented by stores shared between processes (Postgres: LISTEN/NOTIFY). The

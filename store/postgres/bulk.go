@@ -165,7 +165,7 @@ func (s *Store) createBulk(ctx context.Context, t *txn, ps []store.CreateRunPara
 		tail.Queue(sqlBulkRelease)
 	}
 	timers.queue(s, tail)
-	s.notifyReady(tail, ready)
+	s.notifyFresh(tail, ready)
 	return out, tail, nil
 }
 

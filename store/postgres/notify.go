@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,7 +116,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, ch chan<- store.Sign
 		var sig store.Signal
 		switch n.Channel {
 		case s.chReady:
-			sig.Queue = n.Payload
+			sig.Queue, sig.Fresh = strings.CutPrefix(n.Payload, freshMark)
 		case s.chTimer:
 			sig.Timer = true
 		default:

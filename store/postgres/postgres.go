@@ -40,7 +40,8 @@
 // # Notifications
 //
 // Store implements store.Notifier with LISTEN/NOTIFY: every transaction that makes runs ready
-// notifies "<schema>_ready" with the queue, and every one that arms a timer notifies
+// notifies "<schema>_ready" with the queue (marked when the runs are new, so a listener wakes
+// one poller rather than all: notifyFresh), and every one that arms a timer notifies
 // "<schema>_timer". Notifications are sent at commit and only if it commits.
 package postgres
 
@@ -737,4 +738,25 @@ func (s *Store) notifyReady(b *pgx.Batch, queues []string) {
 	}
 	slices.Sort(queues)
 	b.Queue(s.q(stmtNotify), s.chReady, slices.Compact(queues))
+}
+
+// freshMark starts the payload of a ready notification for new runs (store.Signal.Fresh). A
+// listener that does not know it (an engine of an earlier version) reads a queue name that is
+// not empty and wakes every poller, as it did for any ready notification; a queue whose name
+// starts with it is read as fresh, which costs its suspended runs' wake-ups at most the
+// pollers' fallback interval.
+const freshMark = "\x1e"
+
+// notifyFresh queues the wake-up notification for the queues of runs created ready.
+func (s *Store) notifyFresh(b *pgx.Batch, queues []string) {
+	if len(queues) == 0 {
+		return
+	}
+	slices.Sort(queues)
+	queues = slices.Compact(queues)
+	marked := make([]string, len(queues))
+	for i, q := range queues {
+		marked[i] = freshMark + q
+	}
+	b.Queue(s.q(stmtNotify), s.chReady, marked)
 }

@@ -474,7 +474,11 @@ func TestSubscribe(t *testing.T) {
 	if _, err := s.RunCreate(ctx, []store.CreateRunParams{newRun(1, "orders")}); err != nil {
 		t.Fatal(err)
 	}
-	expect("create", store.Signal{Queue: "orders"})
+	expect("create", store.Signal{Queue: "orders", Fresh: true})
+	if _, err := s.RunCreateBulk(ctx, []store.CreateRunParams{newRun(4, "bulk")}); err != nil {
+		t.Fatal(err)
+	}
+	expect("bulk create", store.Signal{Queue: "bulk", Fresh: true})
 
 	r := runningRuns(t, s, 2, 1, "mail")[0]
 	applyAll(t, s, []store.Mutation{{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
@@ -486,7 +490,7 @@ func TestSubscribe(t *testing.T) {
 	expect("a timer fired", store.Signal{Queue: "mail"})
 
 	r = runningRuns(t, s, 10, 1, "billing")[0]
-	expect("create billing", store.Signal{Queue: "billing"}) // so the next one is the delivery's
+	expect("create billing", store.Signal{Queue: "billing", Fresh: true}) // so the next one is the delivery's
 	applyAll(t, s, []store.Mutation{{RunID: r.ID, Fence: r.Fence, Now: t0, Transition: store.Transition{
 		State: store.StateSuspended, Wait: &store.Wait{Name: "w", Event: "paid", LookbackFrom: t0.Add(time.Hour)}}}})
 	if d, err := s.RunPublish(ctx, store.PublishParams{ID: "e1", Name: "paid", Now: t0.Add(2 * time.Hour)}); err != nil || len(d.Delivered) != 1 {
@@ -508,7 +512,7 @@ func TestSubscribe(t *testing.T) {
 	if _, err := s.RunCreate(ctx, []store.CreateRunParams{newRun(3, "after")}); err != nil {
 		t.Fatal(err)
 	}
-	expect("create after the reconnect", store.Signal{Queue: "after"})
+	expect("create after the reconnect", store.Signal{Queue: "after", Fresh: true})
 
 	cancel()
 	for range sigs { // closed once the listener is done

@@ -170,7 +170,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 	b := t.batch()
 	evs.queue(s, b)
 	timers.queue(s, b)
-	s.notifyReady(b, ready)
+	s.notifyFresh(b, ready)
 	return out, b, nil
 }
 

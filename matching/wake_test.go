@@ -1,0 +1,222 @@
+package matching
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs/store"
+)
+
+// queueStore is a store whose only method is RunClaim over an in-memory list of ready runs; it
+// counts claims. after, when set, is called once a claim has read the list, before it returns.
+type queueStore struct {
+	store.Store
+	mu     sync.Mutex
+	ready  []store.Run
+	next   int
+	claims atomic.Int64
+	empty  atomic.Int64
+	after  func()
+}
+
+func (q *queueStore) add(queue string, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for range n {
+		q.next++
+		q.ready = append(q.ready, store.Run{ID: fmt.Sprint("r", q.next), Queue: queue})
+	}
+}
+
+func (q *queueStore) RunClaim(_ context.Context, p store.ClaimParams) ([]store.Run, error) {
+	q.claims.Add(1)
+	q.mu.Lock()
+	var out, left []store.Run
+	for _, r := range q.ready {
+		if len(out) < p.Limit && (len(p.Queues) == 0 || r.Queue == p.Queues[0]) {
+			out = append(out, r)
+		} else {
+			left = append(left, r)
+		}
+	}
+	q.ready = left
+	after := q.after
+	q.after = nil
+	q.mu.Unlock()
+	if len(out) == 0 {
+		q.empty.Add(1)
+	}
+	if after != nil {
+		after()
+	}
+	return out, nil
+}
+
+func newTestService(st store.Store) *Service {
+	// A fallback of an hour: a wake that is lost shows as a test that times out, not as a run
+	// found a second later.
+	return New(Config{Store: st, Fallback: time.Hour})
+}
+
+// polls starts n long-polls of queue q (Max max each) and returns their results' channel.
+func polls(ctx context.Context, s *Service, n, max int) <-chan []store.Run {
+	out := make(chan []store.Run, n)
+	for i := range n {
+		go func() {
+			runs, err := s.Poll(ctx, PollParams{WorkerID: fmt.Sprint("w", i), Queues: []string{"q"}, Max: max, Wait: time.Hour})
+			if err == nil {
+				out <- runs
+			}
+		}()
+	}
+	return out
+}
+
+// waitIdle waits until n polls of queue q are waiting.
+func waitIdle(t *testing.T, s *Service, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.idle["q"])
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d polls waiting, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func recv(t *testing.T, ch <-chan []store.Run) []store.Run {
+	t.Helper()
+	select {
+	case runs := <-ch:
+		return runs
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poll returned within 10s: a wake was lost")
+		return nil
+	}
+}
+
+// A new run wakes one waiting poll, not all of them.
+func TestANewRunWakesOnePoll(t *testing.T) {
+	st := &queueStore{}
+	s := newTestService(st)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := polls(ctx, s, 8, 4)
+	waitIdle(t, s, 8)
+	before := st.claims.Load() // each poll's first claim, empty
+	for i := range 5 {
+		st.add("q", 1)
+		s.WakeQueue("q", 1)
+		if runs := recv(t, ch); len(runs) != 1 {
+			t.Fatalf("wake %d: a poll returned %d runs, want 1", i, len(runs))
+		}
+		waitIdle(t, s, 7-i)
+	}
+	// Polls woken for nothing would claim again: give them the time to.
+	time.Sleep(100 * time.Millisecond)
+	if got := st.claims.Load() - before; got != 5 {
+		t.Fatalf("%d claims for 5 new runs with 8 polls waiting, want 5 (one a run)", got)
+	}
+	// Wake still wakes every poll (a suspended run's holder must hear it).
+	before = st.claims.Load()
+	s.Wake()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.claims.Load()-before < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Wake: %d claims, want the 3 waiting polls'", st.claims.Load()-before)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A wake that comes while a poll's claim is in flight (the claim read the queue before the run
+// existed) makes the poll claim again rather than wait.
+func TestAWakeDuringAClaimIsNotLost(t *testing.T) {
+	st := &queueStore{}
+	s := newTestService(st)
+	st.after = func() { // the first claim has read an empty queue: the run is committed now
+		st.add("q", 1)
+		s.WakeQueue("q", 1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := polls(ctx, s, 1, 4)
+	if runs := recv(t, ch); len(runs) != 1 {
+		t.Fatalf("the poll returned %d runs, want 1", len(runs))
+	}
+	if got := st.claims.Load(); got != 2 {
+		t.Fatalf("%d claims, want 2 (the one that missed the run, the one that took it)", got)
+	}
+}
+
+// A claim that comes back full passes a wake on: one wake for three runs still reaches three
+// polls of one run each.
+func TestAFullClaimPassesTheWakeOn(t *testing.T) {
+	st := &queueStore{}
+	s := newTestService(st)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := polls(ctx, s, 3, 1)
+	waitIdle(t, s, 3)
+	st.add("q", 3)
+	s.WakeQueue("q", 1) // as a notification says it: the queue, not the count
+	for i := range 3 {
+		if runs := recv(t, ch); len(runs) != 1 {
+			t.Fatalf("poll %d returned %d runs, want 1", i, len(runs))
+		}
+	}
+}
+
+// Wakes that no waiting poll could take are owed: a poll that comes to wait claims instead. And
+// an empty claim clears them, so wakes whose runs someone else claimed do not send a poll to the
+// store again and again.
+func TestOwedWakesAreClaimedOnceAndClearedByAnEmptyClaim(t *testing.T) {
+	st := &queueStore{}
+	s := newTestService(st)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.WakeQueue("q", 1000) // no poll waiting; the runs went to another engine's workers
+	ch := polls(ctx, s, 1, 4)
+	waitIdle(t, s, 1)
+	if got := st.claims.Load(); got != 1 {
+		t.Fatalf("%d claims before the poll waited, want 1", got)
+	}
+	st.add("q", 1)
+	s.WakeQueue("q", 1)
+	if runs := recv(t, ch); len(runs) != 1 {
+		t.Fatalf("the poll returned %d runs, want 1", len(runs))
+	}
+}
+
+// A poll that stops waiting after it was handed a wake gives the wake back to the queue, where
+// another poll takes it.
+func TestAPollThatLeavesGivesItsWakeBack(t *testing.T) {
+	st := &queueStore{}
+	s := newTestService(st)
+	a := &waiter{queues: []string{"q"}, handed: make([]int, 1), ch: make(chan struct{}, 1)}
+	if !s.wait(a, 4) {
+		t.Fatal("nothing is owed; the poll should wait")
+	}
+	s.WakeQueue("q", 2)
+	if a.handed[0] != 2 {
+		t.Fatalf("the waiting poll was handed %d wakes, want 2", a.handed[0])
+	}
+	s.leave(a, true) // its deadline came before it claimed
+	if got := s.owed["q"].n; got != 2 {
+		t.Fatalf("%d wakes owed to the queue after the poll left, want 2", got)
+	}
+	b := &waiter{queues: []string{"q"}, handed: make([]int, 1), ch: make(chan struct{}, 1)}
+	if s.wait(b, 4) {
+		t.Fatal("a poll came to wait while wakes are owed: it should claim instead")
+	}
+}
