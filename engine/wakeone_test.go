@@ -58,7 +58,9 @@ type notified struct {
 	n store.Notifier
 }
 
-func (s notified) Subscribe(ctx context.Context) (<-chan store.Signal, error) { return s.n.Subscribe(ctx) }
+func (s notified) Subscribe(ctx context.Context) (<-chan store.Signal, error) {
+	return s.n.Subscribe(ctx)
+}
 
 func startEngine(t *testing.T, st store.Store) *engine.Engine {
 	t.Helper()
