@@ -4,9 +4,8 @@ package matching
 // suspension needs: only the worker that keeps it parked may claim it during the sticky window,
 // and the engine does not know which of the waiting polls is that worker's. A new run has no
 // such holder, so any one poll of its queue can claim it; waking them all sent every waiting
-// poll to the store for one run. With two remote worker processes on one queue, 40% of the
-// no-op claims came back empty (1,345 of 3,478 claims for 20,000 runs), and with N processes
-// each new run cost N claims.
+// poll to the store for one run, so with N workers waiting each new run cost N claims (eight
+// workers, twenty runs: 180 claims, against 40–52 with the wake handed to one poll).
 //
 // WakeQueue hands a queue's wakes to its waiting polls one run at a time, oldest poll first,
 // each taking up to its Max; what no waiting poll can take is owed to the queue, and the next
