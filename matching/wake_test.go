@@ -56,10 +56,11 @@ func (q *queueStore) RunClaim(_ context.Context, p store.ClaimParams) ([]store.R
 	return out, nil
 }
 
-func newTestService(st store.Store) *Service {
+func newTestService() (*queueStore, *Service) {
+	st := &queueStore{}
 	// A fallback of an hour: a wake that is lost shows as a test that times out, not as a run
 	// found a second later.
-	return New(Config{Store: st, Fallback: time.Hour})
+	return st, New(Config{Store: st, Fallback: time.Hour})
 }
 
 // polls starts n long-polls of queue q (Max max each) and returns their results' channel.
@@ -107,11 +108,8 @@ func recv(t *testing.T, ch <-chan []store.Run) []store.Run {
 
 // A new run wakes one waiting poll, not all of them.
 func TestANewRunWakesOnePoll(t *testing.T) {
-	st := &queueStore{}
-	s := newTestService(st)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch := polls(ctx, s, 8, 4)
+	st, s := newTestService()
+	ch := polls(t.Context(), s, 8, 4)
 	waitIdle(t, s, 8)
 	before := st.claims.Load() // each poll's first claim, empty
 	for i := range 5 {
@@ -142,14 +140,12 @@ func TestANewRunWakesOnePoll(t *testing.T) {
 // A wake that comes while a poll's claim is in flight (the claim read the queue before the run
 // existed) makes the poll claim again rather than wait.
 func TestAWakeDuringAClaimIsNotLost(t *testing.T) {
-	st := &queueStore{}
-	s := newTestService(st)
+	st, s := newTestService()
 	st.after = func() { // the first claim has read an empty queue: the run is committed now
 		st.add("q", 1)
 		s.WakeQueue("q", 1)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	ch := polls(ctx, s, 1, 4)
 	if runs := recv(t, ch); len(runs) != 1 {
 		t.Fatalf("the poll returned %d runs, want 1", len(runs))
@@ -162,11 +158,8 @@ func TestAWakeDuringAClaimIsNotLost(t *testing.T) {
 // A claim that comes back full passes a wake on: one wake for three runs still reaches three
 // polls of one run each.
 func TestAFullClaimPassesTheWakeOn(t *testing.T) {
-	st := &queueStore{}
-	s := newTestService(st)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch := polls(ctx, s, 3, 1)
+	st, s := newTestService()
+	ch := polls(t.Context(), s, 3, 1)
 	waitIdle(t, s, 3)
 	st.add("q", 3)
 	s.WakeQueue("q", 1) // as a notification says it: the queue, not the count
@@ -181,10 +174,8 @@ func TestAFullClaimPassesTheWakeOn(t *testing.T) {
 // an empty claim clears them, so wakes whose runs someone else claimed do not send a poll to the
 // store again and again.
 func TestOwedWakesAreClaimedOnceAndClearedByAnEmptyClaim(t *testing.T) {
-	st := &queueStore{}
-	s := newTestService(st)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	st, s := newTestService()
+	ctx := t.Context()
 	s.WakeQueue("q", 1000) // no poll waiting; the runs went to another engine's workers
 	ch := polls(ctx, s, 1, 4)
 	waitIdle(t, s, 1)
@@ -201,8 +192,7 @@ func TestOwedWakesAreClaimedOnceAndClearedByAnEmptyClaim(t *testing.T) {
 // A poll that stops waiting after it was handed a wake gives the wake back to the queue, where
 // another poll takes it.
 func TestAPollThatLeavesGivesItsWakeBack(t *testing.T) {
-	st := &queueStore{}
-	s := newTestService(st)
+	_, s := newTestService()
 	a := &waiter{queues: []string{"q"}, handed: make([]int, 1), ch: make(chan struct{}, 1)}
 	if !s.wait(a, 4) {
 		t.Fatal("nothing is owed; the poll should wait")
