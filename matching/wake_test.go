@@ -3,6 +3,7 @@ package matching
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,5 +209,74 @@ func TestAPollThatLeavesGivesItsWakeBack(t *testing.T) {
 	b := &waiter{queues: []string{"q"}, handed: make([]int, 1), ch: make(chan struct{}, 1)}
 	if s.wait(b, 4) {
 		t.Fatal("a poll came to wait while wakes are owed: it should claim instead")
+	}
+}
+
+// Churn: many polls, runs made ready in bursts woken in every way the engine wakes (a wake a
+// run, one wake for a burst as a notification says it, a wake to every poll), polls leaving and
+// coming back between bursts. After each burst every run is claimed, once, without the fallback
+// (an hour). A poll that returns runs claims again at once, which hides a single lost wake here;
+// the tests above prove each rule on its own, this one that together they neither stall nor
+// hand a run out twice.
+func TestEveryBurstIsClaimedWithoutTheFallback(t *testing.T) {
+	st, s := newTestService()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var claimed sync.Map
+	got := make(chan int, 1024)
+	type poller struct{ stop context.CancelFunc }
+	start := func(i int) poller {
+		ctx, stop := context.WithCancel(t.Context())
+		max := 1 + i%4
+		go func() {
+			for ctx.Err() == nil {
+				runs, err := s.Poll(ctx, PollParams{WorkerID: fmt.Sprint("w", i), Queues: []string{"q"}, Max: max, Wait: time.Hour})
+				if err != nil {
+					return
+				}
+				for _, r := range runs {
+					if _, dup := claimed.LoadOrStore(r.ID, true); dup {
+						t.Errorf("run %s claimed twice", r.ID)
+					}
+				}
+				got <- len(runs)
+			}
+		}()
+		return poller{stop}
+	}
+	const polls = 12
+	ps := make([]poller, polls)
+	for i := range ps {
+		ps[i] = start(i)
+	}
+	for round := range 300 {
+		// Some polls leave and others come (a poll that leaves may hold wakes it gives back).
+		for range rng.IntN(3) {
+			i := rng.IntN(polls)
+			ps[i].stop()
+			ps[i] = start(i)
+		}
+		n := 1 + rng.IntN(12)
+		st.add("q", n)
+		switch rng.IntN(3) {
+		case 0:
+			for range n {
+				s.WakeQueue("q", 1)
+			}
+		case 1:
+			s.WakeQueue("q", 1)
+		case 2:
+			s.Wake()
+		}
+		for left := n; left > 0; {
+			select {
+			case k := <-got:
+				left -= k
+			case <-time.After(10 * time.Second):
+				st.mu.Lock()
+				ready := len(st.ready)
+				st.mu.Unlock()
+				t.Fatalf("round %d: %d runs still ready after 10s: a wake was lost", round, ready)
+			}
+		}
 	}
 }
