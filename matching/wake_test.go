@@ -20,7 +20,6 @@ type queueStore struct {
 	ready  []store.Run
 	next   int
 	claims atomic.Int64
-	empty  atomic.Int64
 	after  func()
 }
 
@@ -48,9 +47,6 @@ func (q *queueStore) RunClaim(_ context.Context, p store.ClaimParams) ([]store.R
 	after := q.after
 	q.after = nil
 	q.mu.Unlock()
-	if len(out) == 0 {
-		q.empty.Add(1)
-	}
 	if after != nil {
 		after()
 	}

@@ -747,16 +747,12 @@ func (s *Store) notifyReady(b *pgx.Batch, queues []string) {
 // pollers' fallback interval.
 const freshMark = "\x1e"
 
-// notifyFresh queues the wake-up notification for the queues of runs created ready.
+// notifyFresh queues the wake-up notification for the queues of runs created ready: notifyReady's,
+// each queue marked.
 func (s *Store) notifyFresh(b *pgx.Batch, queues []string) {
-	if len(queues) == 0 {
-		return
-	}
-	slices.Sort(queues)
-	queues = slices.Compact(queues)
 	marked := make([]string, len(queues))
 	for i, q := range queues {
 		marked[i] = freshMark + q
 	}
-	b.Queue(s.q(stmtNotify), s.chReady, marked)
+	s.notifyReady(b, marked)
 }
