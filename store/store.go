@@ -127,12 +127,17 @@ type CreateRunResult struct {
 	Deduped bool
 }
 
-// ClaimParams claims up to Limit ready runs of Queues for WorkerID.
+// ClaimParams claims up to Limit ready runs of Queues for WorkerID, or, with Shares, one claim
+// for several workers at once (share.go).
 type ClaimParams struct {
 	WorkerID string
 	Queues   []string
 	Limit    int
-	Now      time.Time
+	// Shares, when set, makes the claim serve several workers: each share is claimed for its
+	// worker, up to its limit, and WorkerID and Limit must be left unset. See share.go for how
+	// the runs are split.
+	Shares []ClaimShare
+	Now    time.Time
 	// LeaseUntil is the lease a claimed run takes, except for a run whose ReadyAt is after Now:
 	// that one is leased for as long (LeaseUntil - Now) from its ReadyAt (LeaseFor). Now was
 	// read before the claim reached the database, and a run made ready in between, by a clock
@@ -163,7 +168,7 @@ func (p ClaimParams) Check() error {
 		return jobs.Errorf(jobs.CodeBadRequest, "claim: Now (%s) and LeaseUntil (%s) are both required, at most %s apart",
 			p.Now.Format(time.RFC3339Nano), p.LeaseUntil.Format(time.RFC3339Nano), MaxLease)
 	}
-	return nil
+	return p.checkShares()
 }
 
 // LeaseFor is the lease a claim of p (checked by Check) gives a run ready since readyAt.
@@ -320,7 +325,8 @@ type Store interface {
 	// higher priority first within a round; see flow.go), or oldest ReadyAt first with
 	// p.OldestFirst, and returns them in that order (ClaimOrder): each becomes running, its Fence
 	// is bumped, WorkerID and LeaseUntil are set. A run is claimed by exactly one concurrent
-	// claimer.
+	// claimer. A claim with Shares takes up to their total in that order and splits it among
+	// them as ShareOut does, each run's WorkerID its share's.
 	RunClaim(ctx context.Context, p ClaimParams) ([]Run, error)
 
 	// RunApply applies mutations, ideally in one transaction (group commit). Each is checked on

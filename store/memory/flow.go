@@ -49,6 +49,7 @@ func (s *Store) unindexLane(r *runRec) {
 func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 	var cands []store.Run
 	recs := map[string]*runRec{}
+	limit := p.Total()
 	seen := map[string]bool{}
 	for _, q := range p.Queues {
 		if seen[q] {
@@ -61,10 +62,10 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 		}
 		cursor, has := p.Rotation[q]
 		store.RotationOrder(tenants, cursor, has)
-		if len(tenants) > p.Limit {
-			tenants = tenants[:p.Limit]
+		if len(tenants) > limit {
+			tenants = tenants[:limit]
 		}
-		share := store.LaneShare(p.Limit, len(tenants))
+		share := store.LaneShare(limit, len(tenants))
 		for _, t := range tenants {
 			h := s.lanes[q][t]
 			var popped []*runRec
@@ -72,7 +73,7 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 			for taken < share && h.Len() > 0 {
 				r := heap.Pop(h).(*runRec)
 				popped = append(popped, r)
-				if r.run.WorkerID == "" || r.run.WorkerID == p.WorkerID || !r.run.ReadyAt.After(p.StickyBefore) {
+				if p.Claimable(r.run.WorkerID, r.run.ReadyAt) {
 					cands = append(cands, r.run)
 					recs[r.run.ID] = r
 					taken++
@@ -84,18 +85,12 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 		}
 	}
 	store.ClaimOrder(cands, p)
-	if len(cands) > p.Limit {
-		cands = cands[:p.Limit]
+	if len(cands) > limit {
+		cands = cands[:limit]
 	}
-	out := make([]store.Run, 0, len(cands))
-	for _, c := range cands {
-		r := recs[c.ID]
-		r.run.Fence++
-		r.run.WorkerID = p.WorkerID
-		r.run.LeaseUntil = p.LeaseFor(r.run.ReadyAt)
-		r.run.UpdatedAt = p.Now
-		s.setState(r, store.StateRunning)
-		out = append(out, cloneRun(r.run))
+	chosen := make([]*runRec, len(cands))
+	for i, c := range cands {
+		chosen[i] = recs[c.ID]
 	}
-	return out
+	return s.claimChosen(p, chosen)
 }

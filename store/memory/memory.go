@@ -423,7 +423,7 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	// worker's sticky window, until Limit are chosen. Everything popped is pushed back before
 	// setState moves the chosen ones out, so the heaps never disagree with the rows.
 	var chosen, popped []*runRec
-	for len(chosen) < p.Limit {
+	for total := p.Total(); len(chosen) < total; {
 		var best *runHeap
 		for _, h := range heaps {
 			if h.Len() > 0 && (best == nil || readyLess(h.head(), best.head())) {
@@ -435,24 +435,36 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 		}
 		r := heap.Pop(best).(*runRec)
 		popped = append(popped, r)
-		if r.run.WorkerID == "" || r.run.WorkerID == p.WorkerID || !r.run.ReadyAt.After(p.StickyBefore) {
+		if p.Claimable(r.run.WorkerID, r.run.ReadyAt) {
 			chosen = append(chosen, r)
 		}
 	}
 	for _, r := range popped {
 		heap.Push(s.ready[r.run.Queue], r)
 	}
+	return s.claimChosen(p, chosen), nil
+}
 
+// claimChosen claims the candidates chosen, in claim order, each for the share ShareOut gives it.
+func (s *Store) claimChosen(p store.ClaimParams, chosen []*runRec) []store.Run {
+	holders := make([]string, len(chosen))
+	for i, r := range chosen {
+		holders[i] = p.Holder(r.run.WorkerID, r.run.ReadyAt)
+	}
+	to := p.ShareOut(holders)
 	out := make([]store.Run, 0, len(chosen))
-	for _, r := range chosen {
+	for i, r := range chosen {
+		if to[i] == "" {
+			continue
+		}
 		r.run.Fence++
-		r.run.WorkerID = p.WorkerID
+		r.run.WorkerID = to[i]
 		r.run.LeaseUntil = p.LeaseFor(r.run.ReadyAt)
 		r.run.UpdatedAt = p.Now
 		s.setState(r, store.StateRunning)
 		out = append(out, cloneRun(r.run))
 	}
-	return out, nil
+	return out
 }
 
 // ---- RunApply ----

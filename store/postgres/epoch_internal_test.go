@@ -161,8 +161,8 @@ func TestClaimCommitsAsynchronouslyOnlyWithAnEpoch(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT epoch FROM "+pgx.Identifier{s.schema}.Sanitize()+".fence_epoch").Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.Query(ctx, s.render(sqlClaimFair), []string{"q2"}, "w", t0, 1, ts(t0.Add(time.Hour)), t0,
-		[]string{""}, []bool{false})
+	rows, err := conn.Query(ctx, s.render(sqlClaimFair), []string{"q2"}, []string{"w"}, t0, 1, ts(t0.Add(time.Hour)), t0,
+		[]int32{1}, []string{""}, []bool{false})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,15 +30,16 @@ import (
 //     that executes in about a millisecond.
 //   - synchronous_commit off, on a session that holds a fence epoch (sqlClaimCommit): the claim
 //     does not wait for its WAL flush; epoch.go says why that is safe.
-func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, queues []string) ([]store.Run, error) {
+func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, queues []string, limit int, workers []string,
+	limits []int32) ([]store.Run, error) {
 	cursors, has := make([]string, len(queues)), make([]bool, len(queues))
 	for i, q := range queues {
 		cursors[i], has[i] = p.Rotation[q]
 	}
 	b := &pgx.Batch{}
 	b.Queue(s.render(sqlClaimFairSettings))
-	b.Queue(s.render(sqlClaimFair), queues, p.WorkerID, p.StickyBefore, p.Limit, ts(p.LeaseUntil), p.Now,
-		cursors, has)
+	b.Queue(s.render(sqlClaimFair), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now,
+		limits, cursors, has)
 	br := s.pool.SendBatch(ctx, b)
 	out, err := readClaim(br, nil)
 	if cerr := br.Close(); err == nil && cerr != nil {

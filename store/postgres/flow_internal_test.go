@@ -50,8 +50,8 @@ func TestFairClaimPlanOnABacklog(t *testing.T) {
 	// As the store sends it (its settings make it a generic plan), and as an explicitly prepared
 	// statement's generic plan, planned before any parameter value is known.
 	checkClaimPlan(t, s, "EXPLAIN (ANALYZE, BUFFERS) "+s.render(sqlClaimFair), []string{"imports"},
-		"w", base, 10, base.Add(time.Hour), base, []string{"acme"}, []bool{true})
-	checkClaimPlan(t, s, "PREPARE fair_claim(text[], text, timestamptz, integer, timestamptz, timestamptz, text[], boolean[]) AS "+
+		[]string{"w"}, base, 10, base.Add(time.Hour), base, []int32{10}, []string{"acme"}, []bool{true})
+	checkClaimPlan(t, s, "PREPARE fair_claim(text[], text[], timestamptz, integer, timestamptz, timestamptz, integer[], text[], boolean[]) AS "+
 		s.render(sqlClaimFair))
 }
 
@@ -74,8 +74,8 @@ func checkClaimPlan(t *testing.T, s *Store, query string, args ...any) {
 		if _, err := tx.Exec(ctx, query); err != nil {
 			t.Fatal(err)
 		}
-		query = `EXPLAIN (ANALYZE, BUFFERS) EXECUTE fair_claim('{imports}', 'w', '2026-01-01T00:00:00Z', 10,
-			'2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z', '{acme}', '{true}')`
+		query = `EXPLAIN (ANALYZE, BUFFERS) EXECUTE fair_claim('{imports}', '{w}', '2026-01-01T00:00:00Z', 10,
+			'2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z', '{10}', '{acme}', '{true}')`
 	}
 	text, err := planText(ctx, tx, query, args...)
 	if err != nil {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -179,23 +180,25 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	if p.Limit <= 0 || len(p.Queues) == 0 {
+	limit := p.Total()
+	if limit <= 0 || len(p.Queues) == 0 {
 		return nil, nil
 	}
+	workers, limits := claimShares(p)
 	// A queue named twice would be read twice, and its rows (locked by this very statement, so
 	// not skipped) would fill the limit twice over.
 	queues := slices.Clone(p.Queues)
 	slices.Sort(queues)
 	queues = slices.Compact(queues)
 	if !p.OldestFirst {
-		return s.claimFair(ctx, p, queues)
+		return s.claimFair(ctx, p, queues, limit, workers, limits)
 	}
 	// One pipeline, one implicit transaction: how it commits, then the claim (epoch.go).
 	b := &pgx.Batch{}
 	b.Queue(s.render(sqlClaimSettings))
-	b.Queue(s.q(stmtRunClaim), queues, p.WorkerID, p.StickyBefore, p.Limit, ts(p.LeaseUntil), p.Now)
+	b.Queue(s.q(stmtRunClaim), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now, limits)
 	br := s.pool.SendBatch(ctx, b)
-	out, err := readClaim(br, make([]store.Run, 0, min(p.Limit, 256)))
+	out, err := readClaim(br, make([]store.Run, 0, min(limit, 256)))
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -210,6 +213,16 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// claimShares is a claim's shares as the claim statements take them: the workers and their limits.
+func claimShares(p store.ClaimParams) ([]string, []int32) {
+	shares := p.Claimers()
+	workers, limits := make([]string, len(shares)), make([]int32, len(shares))
+	for i, sh := range shares {
+		workers[i], limits[i] = sh.WorkerID, int32(min(sh.Limit, math.MaxInt32))
+	}
+	return workers, limits
 }
 
 // RunHeartbeat's passes over the leases it found locked before it takes each of them alone, and

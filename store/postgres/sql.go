@@ -145,24 +145,27 @@ ON CONFLICT (run_id, key) DO UPDATE SET due_at = excluded.due_at, fire_kind = ex
 	// queue = ANY(...) cannot walk the index in order and would sort every ready run of the
 	// queues on each claim. The cost of reading queues apart: with several queues, up to limit
 	// rows per queue are locked and the surplus is left to other claimers only when this
-	// statement commits, a moment later. Sent after sqlClaimCommit, in one pipeline (epoch.go).
+	// statement commits, a moment later. Each run's worker is its share's (sqlClaimShares). Sent
+	// after sqlClaimCommit, in one pipeline (epoch.go).
 	stmtRunClaim: `
 WITH picked AS (
-	SELECT c.id FROM unnest($1::text[]) AS q(name)
+	SELECT c.id AS key, c.holder, row_number() OVER (ORDER BY c.ready_at, c.id) AS ord
+	FROM unnest($1::text[]) AS q(name)
 	CROSS JOIN LATERAL (
-		SELECT r.id, r.ready_at FROM {S}.runs r
+		SELECT r.id, r.ready_at, CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
+		FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = q.name
-			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
+			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
 		ORDER BY r.ready_at, r.id
 		LIMIT $4
 		FOR UPDATE SKIP LOCKED
 	) c
 	ORDER BY c.ready_at, c.id
 	LIMIT $4
-)
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = {LEASE},
+),` + sqlClaimShares + `
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = a.worker, lease_until = {LEASE},
 	updated_at = $6
-FROM picked WHERE r.id = picked.id
+FROM assigned a WHERE r.id = a.key
 RETURNING {RUN_R}`,
 
 	// Every multi-run lock takes its rows in id order, so two of them never deadlock.

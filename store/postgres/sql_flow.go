@@ -6,8 +6,43 @@ const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generi
 	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
 	set_config('jit', 'off', true), ` + sqlClaimCommit
 
-// The fair claim (flow.go), in one statement. $1 queues, $2 worker, $3 sticky-before, $4 limit,
-// $5 lease until, $6 now, $7 each queue's rotation cursor, $8 whether it has one.
+// sqlClaimShares splits a claim's candidates among its shares (store/share.go, the same rule as
+// store.ClaimParams.ShareOut): picked holds each candidate's key, its claim-order place ord and
+// its holder (the worker it is held for while its sticky window lasts, '' for none); $2 are the
+// shares' workers and $7 their limits, in order. held gives each held candidate to its holder's
+// share while the share has room; rooms is what each share has left; free fills those rooms in
+// share order with the other candidates, in claim order. The CTEs read only the candidates (at
+// most the claim's limit) and the shares, so their plan does not matter.
+const sqlClaimShares = `
+shares AS (
+	SELECT s.worker, s.lim, s.k FROM unnest($2::text[], $7::integer[]) WITH ORDINALITY AS s(worker, lim, k)
+),
+held AS (
+	SELECT h.key, h.holder AS worker FROM (
+		SELECT p.key, p.holder, row_number() OVER (PARTITION BY p.holder ORDER BY p.ord) AS n
+		FROM picked p WHERE p.holder <> ''
+	) h JOIN shares s ON s.worker = h.holder
+	WHERE h.n <= s.lim
+),
+rooms AS (
+	SELECT b.worker, b.hi - b.room AS lo, b.hi FROM (
+		SELECT r.worker, r.room, sum(r.room) OVER (ORDER BY r.k) AS hi FROM (
+			SELECT s.worker, s.k, s.lim - (SELECT count(*) FROM held h WHERE h.worker = s.worker) AS room
+			FROM shares s
+		) r
+	) b
+),
+assigned AS (
+	SELECT key, worker FROM held
+	UNION ALL
+	SELECT f.key, r.worker FROM (
+		SELECT p.key, row_number() OVER (ORDER BY p.ord) AS n FROM picked p WHERE p.holder = ''
+	) f JOIN rooms r ON f.n > r.lo AND f.n <= r.hi
+)`
+
+// The fair claim (flow.go), in one statement. $1 queues, $2 the shares' workers, $3
+// sticky-before, $4 limit (the shares' total), $5 lease until, $6 now, $7 the shares' limits, $8
+// each queue's rotation cursor, $9 whether it has one.
 //
 // walk finds each queue's lanes in rotation order through runs_lanes, one index probe a lane (a
 // loose index scan: Postgres has no skip scan of its own): the tenants after the cursor, then,
@@ -33,10 +68,11 @@ const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generi
 // claimable (WorkerRelease ending a sticky reservation), is locked in its new version, which the
 // snapshot cannot see: the UPDATE finds no row at that ctid, and the run stays ready for the next
 // claim (a claim may return fewer runs than its limit; the release has notified its queue). By
-// id, the UPDATE would have followed the update to the new version and claimed it.
+// id, the UPDATE would have followed the update to the new version and claimed it. Each run's
+// worker is its share's (sqlClaimShares), looked up by its tuple id among the few assigned.
 const sqlClaimFair = `
 WITH RECURSIVE params AS (
-	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
+	SELECT * FROM unnest($1::text[], $8::text[], $9::boolean[]) AS p(queue, cursor, has)
 ),
 walk AS (
 	SELECT p.queue, p.cursor, false AS wrapped, 1 AS n, f.tenant, f.at, f.id
@@ -67,25 +103,29 @@ kept AS (
 	) k WHERE k.place <= $4
 ),
 heads AS (
-	SELECT k.tenant, k.wrapped, c.id, c.tid, c.claim_at,
+	SELECT k.tenant, k.wrapped, c.id, c.tid, c.claim_at, c.holder,
 		row_number() OVER (PARTITION BY k.queue, k.tenant ORDER BY c.claim_at, c.id) AS rank
 	FROM kept k
 	CROSS JOIN LATERAL (
-		SELECT r.id, r.ctid AS tid, {S}.claim_at(r.ready_at, r.priority) AS claim_at FROM {S}.runs r
+		SELECT r.id, r.ctid AS tid, {S}.claim_at(r.ready_at, r.priority) AS claim_at,
+			CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
+		FROM {S}.runs r
 		WHERE r.state = 'ready' AND r.queue = k.queue AND r.tenant = k.tenant
 			AND ({S}.claim_at(r.ready_at, r.priority), r.id) >= (k.at, k.id)
-			AND (r.worker_id = '' OR r.worker_id = $2 OR r.ready_at <= $3)
+			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
 		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
 		LIMIT ($4 + k.lanes - 1) / k.lanes
 		FOR UPDATE SKIP LOCKED
 	) c
 ),
 picked AS (
-	SELECT h.tid FROM heads h
+	SELECT h.tid AS key, h.holder,
+		row_number() OVER (ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id) AS ord
+	FROM heads h
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
-)
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = $2, lease_until = {LEASE},
-	updated_at = $6
-WHERE r.ctid = ANY (ARRAY(SELECT tid FROM picked))
+),` + sqlClaimShares + `
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE},
+	worker_id = (SELECT a.worker FROM assigned a WHERE a.key = r.ctid), lease_until = {LEASE}, updated_at = $6
+WHERE r.ctid = ANY (ARRAY(SELECT key FROM assigned))
 RETURNING {RUN_R}`

@@ -12,10 +12,11 @@ import (
 // in rotation order (one index seek each, at most Limit of them, plus one to wrap around),
 // reads each lane's first claimable runs (one short index range each), orders them and claims
 // the first Limit. Its cost grows with Limit, not with the backlog nor the number of tenants.
-func (s *Store) claimFair(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
+func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, limit int, workers string) ([]store.Run, error) {
 	var out []store.Run
 	err := s.write(ctx, "claim", func(t *wtx) error {
 		var cands []store.Run
+		holder := map[string]string{}
 		seen := map[string]bool{}
 		for _, q := range p.Queues {
 			if seen[q] {
@@ -23,21 +24,23 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams) ([]store.Run
 			}
 			seen[q] = true
 			cursor, has := p.Rotation[q]
-			tenants, err := t.lanes(q, cursor, has, p.Limit)
+			tenants, err := t.lanes(q, cursor, has, limit)
 			if err != nil {
 				return err
 			}
-			share := store.LaneShare(p.Limit, len(tenants))
+			share := store.LaneShare(limit, len(tenants))
 			for _, tenant := range tenants {
-				rows, err := t.query(sqlLaneHead, nameArgs("queue", q, "tenant", tenant, "worker", p.WorkerID,
+				rows, err := t.query(sqlLaneHead, nameArgs("queue", q, "tenant", tenant, "workers", workers,
 					"sticky_before", encTime(p.StickyBefore), "limit", share)...)
 				if err != nil {
 					return err
 				}
 				more, err := collect(rows, func(rows *sql.Rows) (store.Run, error) {
-					var claimAt int64
+					var claimAt, readyAt int64
+					var worker string
 					r := store.Run{Queue: q, Tenant: tenant}
-					err := rows.Scan(&r.ID, &claimAt)
+					err := rows.Scan(&r.ID, &claimAt, &readyAt, &worker)
+					holder[r.ID] = p.Holder(worker, decTime(readyAt))
 					// ClaimOrder needs only the claim time: carry it as ReadyAt, priority 0.
 					r.ReadyAt = decTime(claimAt)
 					return r, err
@@ -49,15 +52,15 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams) ([]store.Run
 			}
 		}
 		store.ClaimOrder(cands, p)
-		if len(cands) > p.Limit {
-			cands = cands[:p.Limit]
+		if len(cands) > limit {
+			cands = cands[:limit]
 		}
-		ids := make([]string, len(cands))
+		ids, holders := make([]string, len(cands)), make([]string, len(cands))
 		for i, c := range cands {
-			ids[i] = c.ID
+			ids[i], holders[i] = c.ID, holder[c.ID]
 		}
 		var err error
-		out, err = t.claimRuns(p, ids)
+		out, err = t.claimRuns(p, ids, holders)
 		return err
 	})
 	if err != nil {

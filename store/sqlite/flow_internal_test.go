@@ -16,7 +16,7 @@ func TestFairClaimUsesTheLanesIndex(t *testing.T) {
 	}{
 		"first lane": {sqlLaneFirst, nameArgs("queue", "q")},
 		"next lane":  {sqlLaneNext, nameArgs("queue", "q", "after", "a")},
-		"lane head": {sqlLaneHead, nameArgs("queue", "q", "tenant", "a", "worker", "w",
+		"lane head": {sqlLaneHead, nameArgs("queue", "q", "tenant", "a", "workers", `["w"]`,
 			"sticky_before", int64(0), "limit", 10)},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)

@@ -244,19 +244,25 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	if p.Limit <= 0 || len(p.Queues) == 0 {
+	limit := p.Total()
+	if limit <= 0 || len(p.Queues) == 0 {
 		return nil, nil
 	}
+	workers, err := claimWorkers(p)
+	if err != nil {
+		return nil, err
+	}
 	if !p.OldestFirst {
-		return s.claimFair(ctx, p)
+		return s.claimFair(ctx, p, limit, workers)
 	}
 	var out []store.Run
-	err := s.write(ctx, "claim", func(t *wtx) error {
+	err = s.write(ctx, "claim", func(t *wtx) error {
 		// Each queue's oldest candidates come from its own index range; merging them here keeps
 		// every scan short however many queues a worker polls.
 		type cand struct {
 			id      string
 			readyAt int64
+			holder  string
 		}
 		var cands []cand
 		seen := map[string]bool{}
@@ -265,14 +271,17 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 				continue
 			}
 			seen[q] = true
-			rows, err := t.query(sqlClaimCandidates, nameArgs("queue", q, "worker", p.WorkerID,
-				"sticky_before", encTime(p.StickyBefore), "limit", p.Limit)...)
+			rows, err := t.query(sqlClaimCandidates, nameArgs("queue", q, "workers", workers,
+				"sticky_before", encTime(p.StickyBefore), "limit", limit)...)
 			if err != nil {
 				return err
 			}
 			more, err := collect(rows, func(rows *sql.Rows) (cand, error) {
 				var c cand
-				return c, rows.Scan(&c.id, &c.readyAt)
+				var worker string
+				err := rows.Scan(&c.id, &c.readyAt, &worker)
+				c.holder = p.Holder(worker, decTime(c.readyAt))
+				return c, err
 			})
 			if err != nil {
 				return err
@@ -283,15 +292,15 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 			a, b := cands[i], cands[j]
 			return a.readyAt < b.readyAt || (a.readyAt == b.readyAt && a.id < b.id)
 		})
-		if len(cands) > p.Limit {
-			cands = cands[:p.Limit]
+		if len(cands) > limit {
+			cands = cands[:limit]
 		}
-		ids := make([]string, len(cands))
+		ids, holders := make([]string, len(cands)), make([]string, len(cands))
 		for i, c := range cands {
-			ids[i] = c.id
+			ids[i], holders[i] = c.id, c.holder
 		}
 		var err error
-		out, err = t.claimRuns(p, ids)
+		out, err = t.claimRuns(p, ids, holders)
 		return err
 	})
 	if err != nil {
@@ -619,34 +628,64 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStats, error) {
 // claimRuns claims the chosen candidates, in order, for p's worker: one statement for them all,
 // inside the claim's write transaction (both claim orders end here). The candidates were read
 // in this transaction, so each is ready and the statement claims every one.
-func (t *wtx) claimRuns(p store.ClaimParams, ids []string) ([]store.Run, error) {
+// claimRuns claims the candidates ids, in claim order, given their holders (store.ClaimParams.
+// Holder): each for the share ShareOut gives it, one statement a share; those given none stay
+// ready. It returns the runs claimed in claim order.
+func (t *wtx) claimRuns(p store.ClaimParams, ids, holders []string) ([]store.Run, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := t.query(sqlClaimRuns, nameArgs("worker", p.WorkerID,
-		"lease_until", encTime(p.LeaseUntil), "lease", int64(p.LeaseUntil.Sub(p.Now)), "now", encTime(p.Now),
-		"ids", string(list))...)
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := collect(rows, scanRuns)
-	if err != nil {
-		return nil, err
-	}
-	if len(claimed) != len(ids) {
-		return nil, fmt.Errorf("claim: %d of %d chosen runs claimed", len(claimed), len(ids))
-	}
+	to := p.ShareOut(holders)
 	at := make(map[string]int, len(ids))
+	var chosen []string
 	for i, id := range ids {
-		at[id] = i
+		if to[i] != "" {
+			at[id] = len(chosen)
+			chosen = append(chosen, id)
+		}
 	}
-	out := make([]store.Run, len(ids))
-	for _, r := range claimed {
-		out[at[r.ID]] = r
+	out := make([]store.Run, len(chosen))
+	for _, sh := range p.Claimers() {
+		var mine []string
+		for i, id := range ids {
+			if to[i] == sh.WorkerID {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		list, err := json.Marshal(mine)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := t.query(sqlClaimRuns, nameArgs("worker", sh.WorkerID,
+			"lease_until", encTime(p.LeaseUntil), "lease", int64(p.LeaseUntil.Sub(p.Now)), "now", encTime(p.Now),
+			"ids", string(list))...)
+		if err != nil {
+			return nil, err
+		}
+		claimed, err := collect(rows, scanRuns)
+		if err != nil {
+			return nil, err
+		}
+		if len(claimed) != len(mine) {
+			return nil, fmt.Errorf("claim: %d of %d chosen runs claimed", len(claimed), len(mine))
+		}
+		for _, r := range claimed {
+			out[at[r.ID]] = r
+		}
 	}
 	return out, nil
+}
+
+// claimWorkers is the JSON array of a claim's workers, which its candidate queries take.
+func claimWorkers(p store.ClaimParams) (string, error) {
+	shares := p.Claimers()
+	ws := make([]string, len(shares))
+	for i, sh := range shares {
+		ws[i] = sh.WorkerID
+	}
+	b, err := json.Marshal(ws)
+	return string(b), err
 }

@@ -64,10 +64,10 @@ const (
 
 	// sqlClaimCandidates walks one queue's ready runs through runs_queue_state, oldest ReadyAt
 	// first (the id breaks ties, as in every backend), skipping runs parked for another worker
-	// whose sticky window has not passed.
-	sqlClaimCandidates = `SELECT id, ready_at FROM runs
+	// whose sticky window has not passed (:workers, a JSON array, are the claim's workers).
+	sqlClaimCandidates = `SELECT id, ready_at, worker_id FROM runs
 		WHERE queue = :queue AND state = 'ready'
-		  AND (worker_id = '' OR worker_id = :worker OR ready_at <= :sticky_before)
+		  AND (worker_id = '' OR ready_at <= :sticky_before OR worker_id IN (SELECT value FROM json_each(:workers)))
 		ORDER BY ready_at, id
 		LIMIT :limit`
 

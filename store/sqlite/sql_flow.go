@@ -13,10 +13,11 @@ const (
 		ORDER BY tenant LIMIT 1`
 
 	// sqlLaneHead reads a lane's first claimable runs in claim order, skipping runs parked for
-	// another worker whose sticky window has not passed.
-	sqlLaneHead = `SELECT id, ready_at - priority * 60000000000 FROM runs
+	// another worker whose sticky window has not passed (:workers, a JSON array, are the claim's
+	// workers).
+	sqlLaneHead = `SELECT id, ready_at - priority * 60000000000, ready_at, worker_id FROM runs
 		WHERE queue = :queue AND state = 'ready' AND tenant = :tenant
-		  AND (worker_id = '' OR worker_id = :worker OR ready_at <= :sticky_before)
+		  AND (worker_id = '' OR ready_at <= :sticky_before OR worker_id IN (SELECT value FROM json_each(:workers)))
 		ORDER BY ready_at - priority * 60000000000, id
 		LIMIT :limit`
 )

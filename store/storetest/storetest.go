@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"RunCreate", createTests},
 		{"RunClaim", claimTests},
+		{"ClaimShares", shareTests},
 		{"RunApply", applyTests},
 		{"Events", eventTests},
 		{"Timers", timerTests},
