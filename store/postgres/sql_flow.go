@@ -8,7 +8,7 @@ const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generi
 
 // sqlClaimShares splits a claim's candidates among its shares (store/share.go, the same rule as
 // store.ClaimParams.ShareOut): picked holds each candidate's key, its claim-order place ord and
-// its holder (the worker it is held for while its sticky window lasts, ” for none); $2 are the
+// its holder (the worker it is held for while its sticky window lasts, empty for none); $2 are the
 // shares' workers and $7 their limits, in order. held gives each held candidate to its holder's
 // share while the share has room; rooms is what each share has left; free fills those rooms in
 // share order with the other candidates, in claim order. The CTEs read only the candidates (at
