@@ -51,6 +51,9 @@ type Service struct {
 	// rotation is where each queue's last claim ended (store.ClaimParams.Rotation), so the next
 	// claim's round starts after that tenant.
 	rotation map[string]string
+	// flights are the sets of queues with a claim in flight, and the polls gathered behind each
+	// (gather.go).
+	flights map[string]*inFlight
 }
 
 // New returns a matching service.
@@ -70,7 +73,8 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, wake: make(chan struct{}), idle: map[string][]*waiter{}, owed: map[string]owed{}}
+	return &Service{cfg: cfg, wake: make(chan struct{}), idle: map[string][]*waiter{}, owed: map[string]owed{},
+		flights: map[string]*inFlight{}}
 }
 
 // Lease returns the visibility window of a claim.
@@ -114,22 +118,11 @@ func (s *Service) Poll(ctx context.Context, p PollParams) ([]store.Run, error) {
 		// the claim and the wait is not missed.
 		wake := s.current()
 		seq := s.startClaim(p.Queues, p.Max, took)
-		now := s.cfg.Clock.Now()
-		runs, err := s.cfg.Store.RunClaim(ctx, store.ClaimParams{
-			WorkerID:     p.WorkerID,
-			Queues:       p.Queues,
-			Limit:        p.Max,
-			Now:          now,
-			LeaseUntil:   now.Add(s.cfg.Lease),
-			StickyBefore: now.Add(-s.cfg.StickyWindow),
-			OldestFirst:  s.cfg.OldestFirst,
-			Rotation:     s.currentRotation(),
-		})
+		runs, err := s.claim(ctx, p.WorkerID, p.Queues, p.Max) // gathered with others' (gather.go)
 		if err != nil {
 			s.giveBack(p.Queues, took) // another poll claims what this one could not
 			return nil, err
 		}
-		s.rotated(runs)
 		s.claimed(p.Queues, seq, len(runs), p.Max)
 		if len(runs) > 0 || p.Wait <= 0 {
 			return runs, nil

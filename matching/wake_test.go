@@ -37,11 +37,16 @@ func (q *queueStore) RunClaim(_ context.Context, p store.ClaimParams) ([]store.R
 	q.mu.Lock()
 	var out, left []store.Run
 	for _, r := range q.ready {
-		if len(out) < p.Limit && (len(p.Queues) == 0 || r.Queue == p.Queues[0]) {
+		if len(out) < p.Total() && (len(p.Queues) == 0 || r.Queue == p.Queues[0]) {
 			out = append(out, r)
 		} else {
 			left = append(left, r)
 		}
+	}
+	// Every run is free: the shares take them in order.
+	to := p.ShareOut(make([]string, len(out)))
+	for i := range out {
+		out[i].WorkerID = to[i]
 	}
 	q.ready = left
 	after := q.after
