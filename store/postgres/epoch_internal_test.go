@@ -162,7 +162,7 @@ func TestClaimCommitsAsynchronouslyOnlyWithAnEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := conn.Query(ctx, s.render(sqlClaimFair), []string{"q2"}, []string{"w"}, t0, 1, ts(t0.Add(time.Hour)), t0,
-		[]int32{1}, []string{""}, []bool{false})
+		[]string{""}, []bool{false})
 	if err != nil {
 		t.Fatal(err)
 	}

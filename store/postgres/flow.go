@@ -38,8 +38,13 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, queues []str
 	}
 	b := &pgx.Batch{}
 	b.Queue(s.render(sqlClaimFairSettings))
-	b.Queue(s.render(sqlClaimFair), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now,
-		limits, cursors, has)
+	if len(p.Shares) > 0 {
+		b.Queue(s.render(sqlClaimFairShared), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now,
+			cursors, has, limits)
+	} else {
+		b.Queue(s.render(sqlClaimFair), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now,
+			cursors, has)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	out, err := readClaim(br, nil)
 	if cerr := br.Close(); err == nil && cerr != nil {

@@ -50,8 +50,11 @@ func TestFairClaimPlanOnABacklog(t *testing.T) {
 	// As the store sends it (its settings make it a generic plan), and as an explicitly prepared
 	// statement's generic plan, planned before any parameter value is known.
 	checkClaimPlan(t, s, "EXPLAIN (ANALYZE, BUFFERS) "+s.render(sqlClaimFair), []string{"imports"},
-		[]string{"w"}, base, 10, base.Add(time.Hour), base, []int32{10}, []string{"acme"}, []bool{true})
-	checkClaimPlan(t, s, "PREPARE fair_claim(text[], text[], timestamptz, integer, timestamptz, timestamptz, integer[], text[], boolean[]) AS "+
+		[]string{"w"}, base, 10, base.Add(time.Hour), base, []string{"acme"}, []bool{true})
+	// The shared form (two workers' shares) reads the same way.
+	checkClaimPlan(t, s, "EXPLAIN (ANALYZE, BUFFERS) "+s.render(sqlClaimFairShared), []string{"imports"},
+		[]string{"w", "v"}, base, 10, base.Add(time.Hour), base, []string{"acme"}, []bool{true}, []int32{5, 5})
+	checkClaimPlan(t, s, "PREPARE fair_claim(text[], text[], timestamptz, integer, timestamptz, timestamptz, text[], boolean[]) AS "+
 		s.render(sqlClaimFair))
 }
 
@@ -75,7 +78,7 @@ func checkClaimPlan(t *testing.T, s *Store, query string, args ...any) {
 			t.Fatal(err)
 		}
 		query = `EXPLAIN (ANALYZE, BUFFERS) EXECUTE fair_claim('{imports}', '{w}', '2026-01-01T00:00:00Z', 10,
-			'2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z', '{10}', '{acme}', '{true}')`
+			'2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z', '{acme}', '{true}')`
 	}
 	text, err := planText(ctx, tx, query, args...)
 	if err != nil {

@@ -196,7 +196,11 @@ func (s *Store) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run,
 	// One pipeline, one implicit transaction: how it commits, then the claim (epoch.go).
 	b := &pgx.Batch{}
 	b.Queue(s.render(sqlClaimSettings))
-	b.Queue(s.q(stmtRunClaim), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now, limits)
+	if len(p.Shares) > 0 {
+		b.Queue(s.q(stmtRunClaimShared), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now, limits)
+	} else {
+		b.Queue(s.q(stmtRunClaim), queues, workers, p.StickyBefore, limit, ts(p.LeaseUntil), p.Now)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	out, err := readClaim(br, make([]store.Run, 0, min(limit, 256)))
 	if cerr := br.Close(); err == nil && cerr != nil {

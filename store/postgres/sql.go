@@ -30,6 +30,7 @@ const (
 	stmtTimersArm
 	stmtNotify
 	stmtRunClaim
+	stmtRunClaimShared
 	stmtRunsLock
 	stmtRunLock
 	stmtLookback
@@ -78,6 +79,24 @@ const liveStates = `('ready', 'delayed', 'running', 'suspended')`
 const runColumns = `id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, fence,
 	worker_id, lease_until, ready_at, last_seq, result, error_code, error, stop_reason, created_at,
 	updated_at, finished_at, trace_parent, trace_state, priority`
+
+// sqlRunClaimPick is the oldest-first claim up to its picked CTE (stmtRunClaim says how).
+const sqlRunClaimPick = `
+WITH picked AS (
+	SELECT c.id AS key, c.holder, row_number() OVER (ORDER BY c.ready_at, c.id) AS ord
+	FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (
+		SELECT r.id, r.ready_at, CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
+		FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = q.name
+			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
+		ORDER BY r.ready_at, r.id
+		LIMIT $4
+		FOR UPDATE SKIP LOCKED
+	) c
+	ORDER BY c.ready_at, c.id
+	LIMIT $4
+)`
 
 var sqlText = [numStmts]string{
 	stmtBegin:    `BEGIN`,
@@ -145,28 +164,15 @@ ON CONFLICT (run_id, key) DO UPDATE SET due_at = excluded.due_at, fire_kind = ex
 	// queue = ANY(...) cannot walk the index in order and would sort every ready run of the
 	// queues on each claim. The cost of reading queues apart: with several queues, up to limit
 	// rows per queue are locked and the surplus is left to other claimers only when this
-	// statement commits, a moment later. Each run's worker is its share's (sqlClaimShares). Sent
-	// after sqlClaimCommit, in one pipeline (epoch.go).
-	stmtRunClaim: `
-WITH picked AS (
-	SELECT c.id AS key, c.holder, row_number() OVER (ORDER BY c.ready_at, c.id) AS ord
-	FROM unnest($1::text[]) AS q(name)
-	CROSS JOIN LATERAL (
-		SELECT r.id, r.ready_at, CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
-		FROM {S}.runs r
-		WHERE r.state = 'ready' AND r.queue = q.name
-			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
-		ORDER BY r.ready_at, r.id
-		LIMIT $4
-		FOR UPDATE SKIP LOCKED
-	) c
-	ORDER BY c.ready_at, c.id
-	LIMIT $4
-),` + sqlClaimShares + `
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = a.worker, lease_until = {LEASE},
+	// statement commits, a moment later. $2 is the claim's workers: one, stamped on every run, or
+	// in the shared form the shares', $7 their limits (claimShared). Sent after sqlClaimCommit, in
+	// one pipeline (epoch.go).
+	stmtRunClaim: sqlRunClaimPick + `
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = ($2::text[])[1], lease_until = {LEASE},
 	updated_at = $6
-FROM assigned a WHERE r.id = a.key
+FROM picked WHERE r.id = picked.key
 RETURNING {RUN_R}`,
+	stmtRunClaimShared: claimShared(sqlRunClaimPick, "$7", "id"),
 
 	// Every multi-run lock takes its rows in id order, so two of them never deadlock.
 	// stmtRunsLock reaches each run by primary key, one id at a time (a subquery that carries

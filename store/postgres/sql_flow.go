@@ -1,21 +1,23 @@
 package postgres
 
+import "strings"
+
 // sqlClaimFairSettings is the fair claim's transaction's settings (flow.go says why) and how it
 // commits (sqlClaimCommit, epoch.go).
 const sqlClaimFairSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
 	set_config('jit', 'off', true), ` + sqlClaimCommit
 
-// sqlClaimShares splits a claim's candidates among its shares (store/share.go, the same rule as
+// sqlClaimSharesTemplate splits a claim's candidates among its shares (store/share.go, the same rule as
 // store.ClaimParams.ShareOut): picked holds each candidate's key, its claim-order place ord and
 // its holder (the worker it is held for while its sticky window lasts, empty for none); $2 are the
-// shares' workers and $7 their limits, in order. held gives each held candidate to its holder's
+// shares' workers and {LIMITS} their limits, in order. held gives each held candidate to its holder's
 // share while the share has room; rooms is what each share has left; free fills those rooms in
 // share order with the other candidates, in claim order. The CTEs read only the candidates (at
 // most the claim's limit) and the shares, so their plan does not matter.
-const sqlClaimShares = `
+const sqlClaimSharesTemplate = `
 shares AS (
-	SELECT s.worker, s.lim, s.k FROM unnest($2::text[], $7::integer[]) WITH ORDINALITY AS s(worker, lim, k)
+	SELECT s.worker, s.lim, s.k FROM unnest($2::text[], {LIMITS}::integer[]) WITH ORDINALITY AS s(worker, lim, k)
 ),
 held AS (
 	SELECT h.key, h.holder AS worker FROM (
@@ -40,9 +42,22 @@ assigned AS (
 	) f JOIN rooms r ON f.n > r.lo AND f.n <= r.hi
 )`
 
-// The fair claim (flow.go), in one statement. $1 queues, $2 the shares' workers, $3
-// sticky-before, $4 limit (the shares' total), $5 lease until, $6 now, $7 the shares' limits, $8
-// each queue's rotation cursor, $9 whether it has one.
+// claimShared makes a claim statement's shared form (store/share.go) from the statement up to its
+// picked CTE (pick), the limits' parameter and its UPDATE's row set and key ("ctid" or "id"): a
+// claim for one worker is sent in the plain form, which stamps $2's one worker on every run and
+// pays nothing for the split.
+func claimShared(pick, limits, key string) string {
+	return pick + ",\n" + strings.ReplaceAll(sqlClaimSharesTemplate, "{LIMITS}", limits) + `
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE},
+	worker_id = (SELECT a.worker FROM assigned a WHERE a.key = r.` + key + `), lease_until = {LEASE}, updated_at = $6
+WHERE r.` + key + ` = ANY (ARRAY(SELECT key FROM assigned))
+RETURNING {RUN_R}`
+}
+
+// The fair claim (flow.go), in one statement. $1 queues, $2 the claim's workers (one, or the
+// shares'), $3 sticky-before, $4 limit (the shares' total), $5 lease until, $6 now, $7 each
+// queue's rotation cursor, $8 whether it has one; in the shared form (sqlClaimFairShared), $9 the
+// shares' limits.
 //
 // walk finds each queue's lanes in rotation order through runs_lanes, one index probe a lane (a
 // loose index scan: Postgres has no skip scan of its own): the tenants after the cursor, then,
@@ -70,9 +85,9 @@ assigned AS (
 // claim (a claim may return fewer runs than its limit; the release has notified its queue). By
 // id, the UPDATE would have followed the update to the new version and claimed it. Each run's
 // worker is its share's (sqlClaimShares), looked up by its tuple id among the few assigned.
-const sqlClaimFair = `
+const sqlClaimFairPick = `
 WITH RECURSIVE params AS (
-	SELECT * FROM unnest($1::text[], $8::text[], $9::boolean[]) AS p(queue, cursor, has)
+	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
 ),
 walk AS (
 	SELECT p.queue, p.cursor, false AS wrapped, 1 AS n, f.tenant, f.at, f.id
@@ -124,8 +139,14 @@ picked AS (
 	FROM heads h
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
-),` + sqlClaimShares + `
-UPDATE {S}.runs r SET state = 'running', fence = {FENCE},
-	worker_id = (SELECT a.worker FROM assigned a WHERE a.key = r.ctid), lease_until = {LEASE}, updated_at = $6
-WHERE r.ctid = ANY (ARRAY(SELECT key FROM assigned))
+)`
+
+// sqlClaimFair is the fair claim for one worker.
+const sqlClaimFair = sqlClaimFairPick + `
+UPDATE {S}.runs r SET state = 'running', fence = {FENCE}, worker_id = ($2::text[])[1], lease_until = {LEASE},
+	updated_at = $6
+WHERE r.ctid = ANY (ARRAY(SELECT key FROM picked))
 RETURNING {RUN_R}`
+
+// sqlClaimFairShared is the fair claim for several workers.
+var sqlClaimFairShared = claimShared(sqlClaimFairPick, "$9", "ctid")
