@@ -12,22 +12,14 @@ import (
 // gathered waits until n polls are gathered behind the claim of queue q in flight.
 func gathered(t *testing.T, s *Service, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, "polls gathered", func() int {
 		s.mu.Lock()
-		got := 0
+		defer s.mu.Unlock()
 		if f := s.flights["q"]; f != nil && f.next != nil {
-			got = len(f.next.polls)
+			return len(f.next.polls)
 		}
-		s.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d polls gathered, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return 0
+	}, n)
 }
 
 type polled struct {
@@ -56,6 +48,25 @@ func result(t *testing.T, ch <-chan polled) polled {
 	}
 }
 
+// heldClaim adds n runs and starts a poll of worker "a" (Max max) whose claim is held in flight
+// until release is closed: the polls after it gather behind it.
+func heldClaim(t *testing.T, n, max int) (st *queueStore, s *Service, first <-chan polled, release chan struct{}) {
+	t.Helper()
+	st, s = newTestService()
+	st.add("q", n)
+	release = make(chan struct{})
+	st.after = func() { <-release }
+	first = pollAs(t.Context(), s, "a", max)
+	eventually(t, "claims in flight", func() int { return int(st.claims.Load()) }, 1)
+	return st, s, first, release
+}
+
+func (q *queueStore) left() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ready)
+}
+
 // wantFor checks that a poll got n runs, each stamped with its worker.
 func wantFor(t *testing.T, who string, p polled, worker string, n int) {
 	t.Helper()
@@ -75,16 +86,7 @@ func wantFor(t *testing.T, who string, p polled, worker string, n int) {
 // The polls of several workers that arrive while a claim is in flight make one claim together
 // when it ends, each worker's runs stamped with its id; the polls of one worker split its share.
 func TestPollsGatherBehindTheClaimInFlight(t *testing.T) {
-	st, s := newTestService()
-	st.add("q", 20)
-	release := make(chan struct{})
-	st.after = func() { <-release }
-	first := pollAs(t.Context(), s, "a", 2)
-	// The first claim is in flight (held in after): the next polls gather behind it.
-	deadline := time.Now().Add(10 * time.Second)
-	for st.claims.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	st, s, first, release := heldClaim(t, 20, 2)
 	b := pollAs(t.Context(), s, "b", 3)
 	gathered(t, s, 1)
 	c1 := pollAs(t.Context(), s, "c", 4)
@@ -100,10 +102,7 @@ func TestPollsGatherBehindTheClaimInFlight(t *testing.T) {
 	if got := st.claims.Load(); got != 2 {
 		t.Errorf("%d claims for four polls, want 2: one in flight, one for the three gathered behind it", got)
 	}
-	st.mu.Lock()
-	left := len(st.ready)
-	st.mu.Unlock()
-	if left != 20-14 {
+	if left := st.left(); left != 20-14 {
 		t.Errorf("%d runs left ready, want %d", left, 20-14)
 	}
 	s.mu.Lock()
@@ -116,15 +115,7 @@ func TestPollsGatherBehindTheClaimInFlight(t *testing.T) {
 // A poll whose caller leaves before its gathered claim starts is taken out of it: nothing is
 // claimed for it.
 func TestAPollThatLeavesBeforeItsGatheredClaimIsNotClaimedFor(t *testing.T) {
-	st, s := newTestService()
-	st.add("q", 20)
-	release := make(chan struct{})
-	st.after = func() { <-release }
-	first := pollAs(t.Context(), s, "a", 2)
-	deadline := time.Now().Add(10 * time.Second)
-	for st.claims.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	st, s, first, release := heldClaim(t, 20, 2)
 	ctx, cancel := context.WithCancel(t.Context())
 	gone := pollAs(ctx, s, "b", 5)
 	gathered(t, s, 1)
@@ -138,25 +129,14 @@ func TestAPollThatLeavesBeforeItsGatheredClaimIsNotClaimedFor(t *testing.T) {
 	close(release)
 	wantFor(t, "the first poll", result(t, first), "a", 2)
 	wantFor(t, "the poll that stayed", result(t, stays), "c", 3)
-	st.mu.Lock()
-	left := len(st.ready)
-	st.mu.Unlock()
-	if left != 20-5 {
+	if left := st.left(); left != 20-5 {
 		t.Errorf("%d runs left ready, want %d: nothing claimed for the poll that left", left, 20-5)
 	}
 }
 
 // A claim that fails fails every poll gathered in it, and the next poll claims again.
 func TestAFailedGatheredClaimFailsItsPolls(t *testing.T) {
-	st, s := newTestService()
-	st.add("q", 5)
-	release := make(chan struct{})
-	st.after = func() { <-release }
-	first := pollAs(t.Context(), s, "a", 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for st.claims.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	st, s, first, release := heldClaim(t, 5, 1)
 	b := pollAs(t.Context(), s, "b", 1)
 	gathered(t, s, 1)
 	c := pollAs(t.Context(), s, "c", 1)

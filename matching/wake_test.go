@@ -20,7 +20,9 @@ type queueStore struct {
 	ready  []store.Run
 	next   int
 	claims atomic.Int64
-	after  func()
+	// claimers counts the workers claimed for, a claim's shares each.
+	claimers atomic.Int64
+	after    func()
 }
 
 func (q *queueStore) add(queue string, n int) {
@@ -34,6 +36,7 @@ func (q *queueStore) add(queue string, n int) {
 
 func (q *queueStore) RunClaim(_ context.Context, p store.ClaimParams) ([]store.Run, error) {
 	q.claims.Add(1)
+	q.claimers.Add(int64(len(p.Claimers())))
 	q.mu.Lock()
 	var out, left []store.Run
 	for _, r := range q.ready {
@@ -82,16 +85,24 @@ func polls(ctx context.Context, s *Service, n, max int) <-chan []store.Run {
 // waitIdle waits until n polls of queue q are waiting.
 func waitIdle(t *testing.T, s *Service, n int) {
 	t.Helper()
+	eventually(t, "polls waiting", func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.idle["q"])
+	}, n)
+}
+
+// eventually waits up to 10s for count to return want.
+func eventually(t *testing.T, what string, count func() int, want int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.mu.Lock()
-		got := len(s.idle["q"])
-		s.mu.Unlock()
-		if got == n {
+		got := count()
+		if got == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d polls waiting, want %d", got, n)
+			t.Fatalf("%s: %d, want %d", what, got, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -127,13 +138,14 @@ func TestANewRunWakesOnePoll(t *testing.T) {
 	if got := st.claims.Load() - before; got != 5 {
 		t.Fatalf("%d claims for 5 new runs with 8 polls waiting, want 5 (one a run)", got)
 	}
-	// Wake still wakes every poll (a suspended run's holder must hear it).
-	before = st.claims.Load()
+	// Wake still wakes every poll (a suspended run's holder must hear it): each claims, alone or
+	// in a claim shared with the others (gather.go).
+	before = st.claimers.Load()
 	s.Wake()
 	deadline := time.Now().Add(10 * time.Second)
-	for st.claims.Load()-before < 3 {
+	for st.claimers.Load()-before < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("Wake: %d claims, want the 3 waiting polls'", st.claims.Load()-before)
+			t.Fatalf("Wake: %d polls claimed, want the 3 waiting polls", st.claimers.Load()-before)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -31,6 +31,14 @@ func workersOf(runs []store.Run) []string {
 	return out
 }
 
+// claimShared makes claim p and checks that it took want ("id@worker", in claim order).
+func claimShared(t *testing.T, s store.Store, what string, p store.ClaimParams, want ...string) {
+	t.Helper()
+	if got := workersOf(claim(t, s, p)); !slices.Equal(got, want) {
+		t.Errorf("%s (oldest first %v): claimed %v, want %v", what, p.OldestFirst, got, want)
+	}
+}
+
 // heldBy creates run n in queue q and parks it on a sleep sticky to worker w, then fires the
 // timer: the run is ready at sleepUntil, held for w until its sticky window passes.
 func heldBy(t *testing.T, s store.Store, n int, q, w string) {
@@ -51,11 +59,12 @@ func inWindow(p store.ClaimParams) store.ClaimParams {
 	return p
 }
 
-func bothOrders(f func(t *testing.T, s store.Store, oldestFirst bool)) func(t *testing.T, s store.Store) {
+// bothOrders runs f in the fair order and then oldest first, on the one store: each on queues and
+// run numbers of its own ("a…" and 0 for fair, "b…" and 100 for oldest first; q names a queue).
+func bothOrders(f func(t *testing.T, s store.Store, oldest bool, base int)) func(t *testing.T, s store.Store) {
 	return func(t *testing.T, s store.Store) {
-		// Each order on its own queues of the one store: "a…" for fair, "b…" for oldest first.
-		f(t, s, false)
-		f(t, s, true)
+		f(t, s, false, 0)
+		f(t, s, true, 100)
 	}
 }
 
@@ -68,11 +77,7 @@ func q(oldestFirst bool, name string) string {
 }
 
 var shareTests = []test{
-	{"FreeRunsFillTheSharesInOrder", bothOrders(func(t *testing.T, s store.Store, oldest bool) {
-		base := 0
-		if oldest {
-			base = 100
-		}
+	{"FreeRunsFillTheSharesInOrder", bothOrders(func(t *testing.T, s store.Store, oldest bool, base int) {
 		for n := 1; n <= 5; n++ {
 			create(t, s, inQueue(base+n, q(oldest, "q"), time.Duration(n)*time.Millisecond))
 		}
@@ -89,79 +94,50 @@ var shareTests = []test{
 		wantState(t, s, runID(base+5), store.StateReady)
 	})},
 
-	{"AHeldRunGoesToItsHoldersShare", bothOrders(func(t *testing.T, s store.Store, oldest bool) {
-		base := 0
-		if oldest {
-			base = 100
-		}
+	{"AHeldRunGoesToItsHoldersShare", bothOrders(func(t *testing.T, s store.Store, oldest bool, base int) {
 		qq := q(oldest, "q")
 		heldBy(t, s, base+1, qq, "w2")
 		create(t, s, inQueue(base+2, qq, time.Hour+time.Second), inQueue(base+3, qq, time.Hour+2*time.Second))
 		// w1's share comes first, but run 1 is held for w2: w1 takes the free runs.
-		got := claim(t, s, inWindow(shared(oldest, []string{qq}, "w1", 2, "w2", 1)))
-		want := []string{runID(base+1) + "@w2", runID(base+2) + "@w1", runID(base+3) + "@w1"}
-		if !sameSet(workersOf(got), want) || len(got) != len(want) {
-			t.Errorf("oldest first %v: claimed %v, want %v", oldest, workersOf(got), want)
-		}
+		claimShared(t, s, "claimed", inWindow(shared(oldest, []string{qq}, "w1", 2, "w2", 1)),
+			runID(base+1)+"@w2", runID(base+2)+"@w1", runID(base+3)+"@w1")
 	})},
 
-	{"AHeldRunPastItsHoldersShareStaysReady", bothOrders(func(t *testing.T, s store.Store, oldest bool) {
-		base := 0
-		if oldest {
-			base = 100
-		}
+	{"AHeldRunPastItsHoldersShareStaysReady", bothOrders(func(t *testing.T, s store.Store, oldest bool, base int) {
 		qq := q(oldest, "q")
 		heldBy(t, s, base+1, qq, "w2")
 		heldBy(t, s, base+2, qq, "w2")
 		create(t, s, inQueue(base+3, qq, time.Hour+time.Second))
 		// The candidates are the first two in claim order, runs 1 and 2, both held for w2, whose
 		// share has room for one: run 2 stays ready, and run 3 was not a candidate.
-		got := claim(t, s, inWindow(shared(oldest, []string{qq}, "w1", 1, "w2", 1)))
-		if want := []string{runID(base+1) + "@w2"}; !slices.Equal(workersOf(got), want) {
-			t.Errorf("oldest first %v: claimed %v, want %v", oldest, workersOf(got), want)
-		}
+		claimShared(t, s, "claimed", inWindow(shared(oldest, []string{qq}, "w1", 1, "w2", 1)),
+			runID(base+1)+"@w2")
 		if r2 := wantState(t, s, runID(base+2), store.StateReady); r2.WorkerID != "w2" {
 			t.Errorf("oldest first %v: run 2 left with worker %q, want w2's", oldest, r2.WorkerID)
 		}
 		// Still held for w2: w1 alone takes only run 3.
-		got = claim(t, s, inWindow(shared(oldest, []string{qq}, "w1", 5)))
-		if want := []string{runID(base+3) + "@w1"}; !slices.Equal(workersOf(got), want) {
-			t.Errorf("oldest first %v: w1 alone claimed %v, want %v", oldest, workersOf(got), want)
-		}
-		got = claim(t, s, inWindow(shared(oldest, []string{qq}, "w1", 5, "w2", 5)))
-		if want := []string{runID(base+2) + "@w2"}; !slices.Equal(workersOf(got), want) {
-			t.Errorf("oldest first %v: then claimed %v, want %v", oldest, workersOf(got), want)
-		}
+		claimShared(t, s, "w1 alone", inWindow(shared(oldest, []string{qq}, "w1", 5)),
+			runID(base+3)+"@w1")
+		claimShared(t, s, "then", inWindow(shared(oldest, []string{qq}, "w1", 5, "w2", 5)),
+			runID(base+2)+"@w2")
 	})},
 
-	{"ARunHeldForAnotherWorkerIsNotClaimed", bothOrders(func(t *testing.T, s store.Store, oldest bool) {
-		base := 0
-		if oldest {
-			base = 100
-		}
+	{"ARunHeldForAnotherWorkerIsNotClaimed", bothOrders(func(t *testing.T, s store.Store, oldest bool, base int) {
 		qq := q(oldest, "q")
 		heldBy(t, s, base+1, qq, "w3")
 		create(t, s, inQueue(base+2, qq, time.Hour+time.Second))
-		got := claim(t, s, inWindow(shared(oldest, []string{qq}, "w1", 5, "w2", 5)))
-		if want := []string{runID(base+2) + "@w1"}; !slices.Equal(workersOf(got), want) {
-			t.Errorf("oldest first %v: claimed %v, want %v", oldest, workersOf(got), want)
-		}
+		claimShared(t, s, "claimed", inWindow(shared(oldest, []string{qq}, "w1", 5, "w2", 5)),
+			runID(base+2)+"@w1")
 		wantState(t, s, runID(base+1), store.StateReady)
 	})},
 
-	{"AShareOfNoneGetsNothing", bothOrders(func(t *testing.T, s store.Store, oldest bool) {
-		base := 0
-		if oldest {
-			base = 100
-		}
+	{"AShareOfNoneGetsNothing", bothOrders(func(t *testing.T, s store.Store, oldest bool, base int) {
 		qq := q(oldest, "q")
 		for n := 1; n <= 3; n++ {
 			create(t, s, inQueue(base+n, qq, time.Duration(n)*time.Millisecond))
 		}
-		got := claim(t, s, shared(oldest, []string{qq}, "w1", 0, "w2", 2))
-		if want := []string{runID(base+1) + "@w2", runID(base+2) + "@w2"}; !slices.Equal(workersOf(got), want) {
-			t.Errorf("oldest first %v: claimed %v, want %v", oldest, workersOf(got), want)
-		}
+		claimShared(t, s, "claimed", shared(oldest, []string{qq}, "w1", 0, "w2", 2),
+			runID(base+1)+"@w2", runID(base+2)+"@w2")
 	})},
 
 	{"RefusesSharesItCannotTellApart", func(t *testing.T, s store.Store) {
