@@ -17,13 +17,15 @@ import (
 	"github.com/ultimat3/jobs/worker"
 )
 
+// countClaims counts the polls that claimed: a claim's shares each, since the polls of several
+// workers may share one claim (matching/gather.go).
 type countClaims struct {
 	store.Store
 	n atomic.Int64
 }
 
 func (c *countClaims) RunClaim(ctx context.Context, p store.ClaimParams) ([]store.Run, error) {
-	c.n.Add(1)
+	c.n.Add(int64(len(p.Claimers())))
 	return c.Store.RunClaim(ctx, p)
 }
 
