@@ -310,10 +310,14 @@ type response struct {
 func decodeAs(r response, v any) error {
 	var err error
 	if strings.HasPrefix(r.contentType, ContentMsgpack) {
-		if resp, ok := v.(*frontend.RecordResponse); ok {
-			// A step's answer: its own codec (recordcodec.go), msgpack's result.
-			err = decodeRecordResponse(r.body, resp)
-		} else {
+		switch v := v.(type) {
+		case *frontend.RecordResponse:
+			// A step's answer and a poll's: their own codecs (recordcodec.go, pollcodec.go),
+			// msgpack's result.
+			err = decodeRecordResponse(r.body, v)
+		case *PollResponse:
+			err = decodePollResponse(r.body, v)
+		default:
 			err = slowDecode(r.body, v) // a malformed answer is an error, not a panic
 		}
 	} else {

@@ -51,10 +51,14 @@ func decodeMsgpack(b []byte, v any) error {
 		return err
 	}
 	var err error
-	if req, ok := v.(*frontend.RecordRequest); ok {
-		// A step's record: its own codec (recordcodec.go), msgpack's result.
-		err = decodeRecordRequest(b, req)
-	} else {
+	switch v := v.(type) {
+	case *frontend.RecordRequest:
+		// A step's record and a poll: their own codecs (recordcodec.go, pollcodec.go), msgpack's
+		// result.
+		err = decodeRecordRequest(b, v)
+	case *frontend.PollRequest:
+		err = decodePollRequest(b, v)
+	default:
 		err = slowDecode(b, v) // msgpack's decoder, its panics on malformed bodies refused
 	}
 	if err != nil {
@@ -70,7 +74,8 @@ func encodeMsgpack(v any) ([]byte, error) { return appendMsgpack(nil, v) }
 // their connection keeps, where a fresh encoder and a growing bytes.Buffer per call were a
 // tenth of the CPU of a remote step's record on each side of the wire.
 func appendMsgpack(dst []byte, v any) ([]byte, error) {
-	// A step's record and its answer: their own encoder (recordcodec.go), msgpack's wire.
+	// A step's record, a poll and their answers: their own encoders (recordcodec.go,
+	// pollcodec.go), msgpack's wire.
 	switch v := v.(type) {
 	case frontend.RecordRequest:
 		return appendRecordRequest(dst, &v)
@@ -80,6 +85,14 @@ func appendMsgpack(dst []byte, v any) ([]byte, error) {
 		return appendRecordResponse(dst, &v), nil
 	case *frontend.RecordResponse:
 		return appendRecordResponse(dst, v), nil
+	case frontend.PollRequest:
+		return appendPollRequest(dst, &v)
+	case *frontend.PollRequest:
+		return appendPollRequest(dst, v)
+	case PollResponse:
+		return appendPollResponse(dst, &v), nil
+	case *PollResponse:
+		return appendPollResponse(dst, v), nil
 	}
 	w := &appendWriter{b: dst}
 	enc := msgpack.GetEncoder()

@@ -126,27 +126,7 @@ func appendCommand(b []byte, c *frontend.Command) ([]byte, error) {
 // appendRecordResponse appends resp's msgpack encoding to b.
 func appendRecordResponse(b []byte, resp *frontend.RecordResponse) []byte {
 	b = msgp.AppendMapLen(b, 3)
-	b = msgp.AppendStr(b, "appended")
-	if resp.Appended == nil {
-		b = append(b, 0xc0)
-	} else {
-		b = msgp.AppendArrayLen(b, len(resp.Appended))
-		for i := range resp.Appended {
-			e := &resp.Appended[i]
-			n := 4
-			if e.Name != "" {
-				n++
-			}
-			b = msgp.AppendMapLen(b, n)
-			b = msgp.AppendInt(msgp.AppendStr(b, "seq"), e.Seq)
-			b = msgp.AppendStr(msgp.AppendStr(b, "kind"), string(e.Kind))
-			if e.Name != "" {
-				b = msgp.AppendStr(msgp.AppendStr(b, "name"), e.Name)
-			}
-			b = msgp.AppendTime(msgp.AppendStr(b, "at"), e.At)
-			b = msgp.AppendBin(msgp.AppendStr(b, "data"), e.Data)
-		}
-	}
+	b = appendEvents(msgp.AppendStr(b, "appended"), resp.Appended)
 	b = msgp.AppendInt(msgp.AppendStr(b, "last_seq"), resp.LastSeq)
 	return msgp.AppendStr(msgp.AppendStr(b, "state"), resp.State)
 }
@@ -296,16 +276,7 @@ func recordResponse(r *msgp.Reader, resp *frontend.RecordResponse) error {
 	return r.Fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "appended":
-			var m int
-			if m, err = r.ArrayLen(); err == nil {
-				resp.Appended = nil
-				if m >= 0 {
-					resp.Appended = make([]history.Event, m)
-				}
-				for i := 0; i < m && err == nil; i++ {
-					err = event(r, &resp.Appended[i])
-				}
-			}
+			resp.Appended, err = events(r)
 		case "last_seq":
 			resp.LastSeq, err = r.Int()
 		case "state":
