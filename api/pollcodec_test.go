@@ -2,7 +2,6 @@ package api
 
 import (
 	"math/rand/v2"
-	"reflect"
 	"testing"
 	"time"
 
@@ -56,62 +55,19 @@ func randTasks(r *rand.Rand) PollResponse {
 func TestPollCodecIsMsgpacks(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 400; i++ {
-		req := randPoll(r)
-		want := viaMsgpack(t, req)
-		ours, err := appendMsgpack(nil, &req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		std, _ := msgpack.Marshal(req)
-		for _, b := range [][]byte{ours, std} {
-			var got, slow frontend.PollRequest
-			if err := decodePollRequest(b, &got); err != nil {
-				t.Fatalf("case %d: %v", i, err)
-			}
-			if err := msgpack.Unmarshal(b, &slow); err != nil {
-				t.Fatalf("case %d: msgpack reads our encoding: %v", i, err)
-			}
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(slow, want) {
-				t.Fatalf("case %d: the poll codec read\n%+v\nmsgpack read\n%+v\nwant\n%+v", i, got, slow, want)
-			}
-		}
-		resp := randTasks(r)
-		wantR := viaMsgpack(t, resp)
-		oursR, _ := appendMsgpack(nil, resp)
-		stdR, _ := msgpack.Marshal(resp)
-		for _, b := range [][]byte{oursR, stdR} {
-			var got, slow PollResponse
-			if err := decodePollResponse(b, &got); err != nil {
-				t.Fatalf("case %d: %v", i, err)
-			}
-			if err := msgpack.Unmarshal(b, &slow); err != nil {
-				t.Fatalf("case %d: msgpack reads our encoding: %v", i, err)
-			}
-			if !reflect.DeepEqual(got, wantR) || !reflect.DeepEqual(slow, wantR) {
-				t.Fatalf("case %d: the poll codec read\n%+v\nmsgpack read\n%+v\nwant\n%+v", i, got, slow, wantR)
-			}
-		}
+		agreesWithMsgpack(t, i, randPoll(r), decodePollRequest)
+		agreesWithMsgpack(t, i, randTasks(r), decodePollResponse)
 	}
 }
 
-// samePollAsMsgpack checks that the codec reads b as msgpack's decoder does (see sameAsMsgpack).
+// samePollAsMsgpack checks the poll and its answer read from b as msgpack reads them.
 func samePollAsMsgpack(t *testing.T, b []byte) {
 	t.Helper()
 	if checkMsgpack(b) != nil {
 		return
 	}
-	var got, want frontend.PollRequest
-	err := decodePollRequest(b, &got)
-	werr, panicked := unmarshalNoPanic(b, &want)
-	if !panicked && ((err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want))) {
-		t.Fatalf("poll %x: the codec read %+v (%v), msgpack %+v (%v)", b, got, err, want, werr)
-	}
-	var gotR, wantR PollResponse
-	err = decodePollResponse(b, &gotR)
-	werr, panicked = unmarshalNoPanic(b, &wantR)
-	if !panicked && ((err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(gotR, wantR))) {
-		t.Fatalf("answer %x: the codec read %+v (%v), msgpack %+v (%v)", b, gotR, err, wantR, werr)
-	}
+	readsAsMsgpack(t, "poll", b, decodePollRequest)
+	readsAsMsgpack(t, "answer", b, decodePollResponse)
 }
 
 func TestPollCodecReadsAnyBytesAsMsgpack(t *testing.T) {
@@ -132,21 +88,7 @@ func TestPollCodecReadsAnyBytesAsMsgpack(t *testing.T) {
 		b, _ = appendMsgpack(nil, randTasks(r))
 		shapes = append(shapes, b)
 	}
-	for _, b := range shapes {
-		samePollAsMsgpack(t, b)
-		for j := 0; j < 40 && len(b) > 0; j++ {
-			m := append([]byte(nil), b...)
-			switch r.IntN(3) {
-			case 0:
-				m[r.IntN(len(m))] = byte(r.IntN(256))
-			case 1:
-				m = m[:r.IntN(len(m))]
-			case 2:
-				m = append(m, byte(r.IntN(256)))
-			}
-			samePollAsMsgpack(t, m)
-		}
-	}
+	mutated(r, shapes, func(b []byte) { samePollAsMsgpack(t, b) })
 }
 
 func FuzzPollCodec(f *testing.F) {

@@ -123,68 +123,61 @@ func viaMsgpack[T any](t *testing.T, v T) T {
 	return out
 }
 
-func TestRecordCodecIsMsgpacks(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 400; i++ {
-		req := randRecord(r)
-		want := viaMsgpack(t, req)
-		ours, err := appendMsgpack(nil, req)
-		if err != nil {
-			t.Fatal(err)
+// agreesWithMsgpack checks one value through both encoders (ours, by appendMsgpack, and
+// msgpack's) and both decoders (decode and msgpack's): every way, what msgpack's own round trip
+// makes of it.
+func agreesWithMsgpack[T any](t *testing.T, i int, v T, decode func([]byte, *T) error) {
+	t.Helper()
+	want := viaMsgpack(t, v)
+	ours, err := appendMsgpack(nil, &v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, _ := msgpack.Marshal(v)
+	for _, b := range [][]byte{ours, std} {
+		var got, slow T
+		if err := decode(b, &got); err != nil {
+			t.Fatalf("case %d: %v", i, err)
 		}
-		std, _ := msgpack.Marshal(req)
-		for _, b := range [][]byte{ours, std} {
-			var got, slow frontend.RecordRequest
-			if err := decodeRecordRequest(b, &got); err != nil {
-				t.Fatalf("case %d: %v", i, err)
-			}
-			if err := msgpack.Unmarshal(b, &slow); err != nil {
-				t.Fatalf("case %d: msgpack reads our encoding: %v", i, err)
-			}
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(slow, want) {
-				t.Fatalf("case %d: the record codec read\n%+v\nmsgpack read\n%+v\nwant\n%+v", i, got, slow, want)
-			}
+		if err := msgpack.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("case %d: msgpack reads our encoding: %v", i, err)
 		}
-		resp := randResponse(r)
-		wantR := viaMsgpack(t, resp)
-		oursR, _ := appendMsgpack(nil, &resp)
-		stdR, _ := msgpack.Marshal(resp)
-		for _, b := range [][]byte{oursR, stdR} {
-			var got, slow frontend.RecordResponse
-			if err := decodeRecordResponse(b, &got); err != nil {
-				t.Fatalf("case %d: %v", i, err)
-			}
-			if err := msgpack.Unmarshal(b, &slow); err != nil {
-				t.Fatalf("case %d: msgpack reads our encoding: %v", i, err)
-			}
-			if !reflect.DeepEqual(got, wantR) || !reflect.DeepEqual(slow, wantR) {
-				t.Fatalf("case %d: the record codec read\n%+v\nmsgpack read\n%+v\nwant\n%+v", i, got, slow, wantR)
-			}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(slow, want) {
+			t.Fatalf("case %d: the codec read\n%+v\nmsgpack read\n%+v\nwant\n%+v", i, got, slow, want)
 		}
 	}
 }
 
-// sameAsMsgpack checks that the codec reads b as msgpack's decoder does: the same refusal or
-// the same value. Where msgpack's decoder panics the codec must not (it refuses, or reads the
-// nil time msgpack panics on as the zero time).
+func TestRecordCodecIsMsgpacks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 400; i++ {
+		agreesWithMsgpack(t, i, randRecord(r), decodeRecordRequest)
+		agreesWithMsgpack(t, i, randResponse(r), decodeRecordResponse)
+	}
+}
+
+// readsAsMsgpack checks that decode reads b as msgpack's decoder does: the same refusal or the
+// same value. Where msgpack's decoder panics the codec must not (it refuses, or reads the nil
+// time msgpack panics on as the zero time).
+func readsAsMsgpack[T any](t *testing.T, what string, b []byte, decode func([]byte, *T) error) {
+	t.Helper()
+	var got, want T
+	err := decode(b, &got)
+	werr, panicked := unmarshalNoPanic(b, &want)
+	if !panicked && ((err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want))) {
+		t.Fatalf("%s %x: the codec read %+v (%v), msgpack %+v (%v)", what, b, got, err, want, werr)
+	}
+}
+
+// sameAsMsgpack checks the record and its answer read from b as msgpack reads them.
 func sameAsMsgpack(t *testing.T, b []byte) {
 	t.Helper()
 	if checkMsgpack(b) != nil {
 		// Refused before any decoder sees it (and msgpack's would allocate what it claims).
 		return
 	}
-	var got, want frontend.RecordRequest
-	err := decodeRecordRequest(b, &got)
-	werr, panicked := unmarshalNoPanic(b, &want)
-	if !panicked && ((err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want))) {
-		t.Fatalf("record %x: the codec read %+v (%v), msgpack %+v (%v)", b, got, err, want, werr)
-	}
-	var gotR, wantR frontend.RecordResponse
-	err = decodeRecordResponse(b, &gotR)
-	werr, panicked = unmarshalNoPanic(b, &wantR)
-	if !panicked && ((err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(gotR, wantR))) {
-		t.Fatalf("answer %x: the codec read %+v (%v), msgpack %+v (%v)", b, gotR, err, wantR, werr)
-	}
+	readsAsMsgpack(t, "record", b, decodeRecordRequest)
+	readsAsMsgpack(t, "answer", b, decodeRecordResponse)
 }
 
 func unmarshalNoPanic(b []byte, v any) (err error, panicked bool) {
@@ -218,8 +211,14 @@ func TestRecordCodecReadsAnyBytesAsMsgpack(t *testing.T) {
 		b, _ = appendMsgpack(nil, randResponse(r))
 		shapes = append(shapes, b)
 	}
+	mutated(r, shapes, func(b []byte) { sameAsMsgpack(t, b) })
+}
+
+// mutated calls check with each shape and with 40 mutations of it: a byte changed, the bytes cut
+// short, a byte added.
+func mutated(r *rand.Rand, shapes [][]byte, check func([]byte)) {
 	for _, b := range shapes {
-		sameAsMsgpack(t, b)
+		check(b)
 		for j := 0; j < 40 && len(b) > 0; j++ {
 			m := append([]byte(nil), b...)
 			switch r.IntN(3) {
@@ -230,7 +229,7 @@ func TestRecordCodecReadsAnyBytesAsMsgpack(t *testing.T) {
 			case 2:
 				m = append(m, byte(r.IntN(256)))
 			}
-			sameAsMsgpack(t, m)
+			check(m)
 		}
 	}
 }
