@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 )
@@ -103,34 +101,18 @@ func FuzzPollCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { samePollAsMsgpack(t, b) })
 }
 
-func BenchmarkPollCodec(b *testing.B) {
-	req := frontend.PollRequest{WorkerID: "worker-1234", Queues: []string{"default"}, Max: 16, Wait: 30 * time.Second}
+// examplePoll is a 16-slot worker's poll and an answer of nine no-op tasks.
+func examplePoll() (frontend.PollRequest, PollResponse) {
 	resp := PollResponse{Tasks: make([]frontend.Task, 9)}
 	for i := range resp.Tasks {
 		resp.Tasks[i] = frontend.Task{RunID: "0194f0c6-8f3a-7c1e-9b2d-3f4a5b6c7d8e", Job: "noop", Queue: "default",
 			Fence: 1 << 33, Attempt: 1, Input: []byte{0x01}, Key: "0194f0c6-8f3a-7c1e-9b2d-3f4a5b6c7d8e", NoTenant: true,
 			LastSeq: 1, LeaseUntil: time.Now(), Lease: 30 * time.Second, LeaseToken: "tttttttttttttttttttttttttttttttttttttttttt0"}
 	}
-	b.Run("msgpack", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			qb, _ := msgpack.Marshal(req)
-			sb, _ := msgpack.Marshal(resp)
-			var q frontend.PollRequest
-			var s PollResponse
-			_ = msgpack.Unmarshal(qb, &q)
-			_ = msgpack.Unmarshal(sb, &s)
-		}
-	})
-	b.Run("poll-codec", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			qb, _ := appendMsgpack(nil, req)
-			sb, _ := appendMsgpack(nil, resp)
-			var q frontend.PollRequest
-			var s PollResponse
-			_ = decodePollRequest(qb, &q)
-			_ = decodePollResponse(sb, &s)
-		}
-	})
+	return frontend.PollRequest{WorkerID: "worker-1234", Queues: []string{"default"}, Max: 16, Wait: 30 * time.Second}, resp
+}
+
+func BenchmarkPollCodec(b *testing.B) {
+	req, resp := examplePoll()
+	benchmarkCodec(b, "poll-codec", req, resp, decodePollRequest, decodePollResponse)
 }

@@ -39,8 +39,9 @@ type claimer struct {
 
 // gathering is the polls waiting for the claim in flight of their queues to end.
 type gathering struct {
-	polls   []*claimer
-	workers int // distinct workers among polls
+	polls []*claimer
+	// workers counts the polls of each worker among polls: its length is the claim's shares.
+	workers map[string]int
 	started bool
 }
 
@@ -74,18 +75,16 @@ func (s *Service) claim(ctx context.Context, worker string, queues []string, max
 	}
 	g := f.next
 	if g == nil {
-		g = &gathering{}
+		g = &gathering{workers: map[string]int{}}
 		f.next = g
 	}
-	if g.workers >= store.MaxShares && !g.has(worker) {
+	if len(g.workers) >= store.MaxShares && g.workers[worker] == 0 {
 		// A full gathering: this poll claims beside it, as every poll once did.
 		s.mu.Unlock()
 		return s.claimShares(ctx, queues, []store.ClaimShare{{WorkerID: worker, Limit: max}})
 	}
 	c := &claimer{worker: worker, max: max, done: make(chan struct{})}
-	if !g.has(worker) {
-		g.workers++
-	}
+	g.workers[worker]++
 	g.polls = append(g.polls, c)
 	s.mu.Unlock()
 
@@ -105,19 +104,10 @@ func (s *Service) claim(ctx context.Context, worker string, queues []string, max
 	return c.runs, c.err
 }
 
-func (g *gathering) has(worker string) bool {
-	for _, c := range g.polls {
-		if c.worker == worker {
-			return true
-		}
-	}
-	return false
-}
-
 func (g *gathering) remove(c *claimer) {
 	g.polls = slices.DeleteFunc(g.polls, func(x *claimer) bool { return x == c })
-	if !g.has(c.worker) {
-		g.workers--
+	if g.workers[c.worker]--; g.workers[c.worker] == 0 {
+		delete(g.workers, c.worker)
 	}
 }
 

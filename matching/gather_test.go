@@ -37,6 +37,14 @@ func pollAs(ctx context.Context, s *Service, worker string, max int) <-chan poll
 	return out
 }
 
+// joins starts a poll for worker (Max max) on ctx and waits until it is gathered, the n-th.
+func joins(ctx context.Context, t *testing.T, s *Service, worker string, max, n int) <-chan polled {
+	t.Helper()
+	ch := pollAs(ctx, s, worker, max)
+	gathered(t, s, n)
+	return ch
+}
+
 func result(t *testing.T, ch <-chan polled) polled {
 	t.Helper()
 	select {
@@ -87,12 +95,9 @@ func wantFor(t *testing.T, who string, p polled, worker string, n int) {
 // when it ends, each worker's runs stamped with its id; the polls of one worker split its share.
 func TestPollsGatherBehindTheClaimInFlight(t *testing.T) {
 	st, s, first, release := heldClaim(t, 20, 2)
-	b := pollAs(t.Context(), s, "b", 3)
-	gathered(t, s, 1)
-	c1 := pollAs(t.Context(), s, "c", 4)
-	gathered(t, s, 2)
-	c2 := pollAs(t.Context(), s, "c", 5)
-	gathered(t, s, 3)
+	b := joins(t.Context(), t, s, "b", 3, 1)
+	c1 := joins(t.Context(), t, s, "c", 4, 2)
+	c2 := joins(t.Context(), t, s, "c", 5, 3)
 	close(release)
 
 	wantFor(t, "the first poll", result(t, first), "a", 2)
@@ -117,10 +122,8 @@ func TestPollsGatherBehindTheClaimInFlight(t *testing.T) {
 func TestAPollThatLeavesBeforeItsGatheredClaimIsNotClaimedFor(t *testing.T) {
 	st, s, first, release := heldClaim(t, 20, 2)
 	ctx, cancel := context.WithCancel(t.Context())
-	gone := pollAs(ctx, s, "b", 5)
-	gathered(t, s, 1)
-	stays := pollAs(t.Context(), s, "c", 3)
-	gathered(t, s, 2)
+	gone := joins(ctx, t, s, "b", 5, 1)
+	stays := joins(t.Context(), t, s, "c", 3, 2)
 	cancel()
 	if p := result(t, gone); !errors.Is(p.err, context.Canceled) || len(p.runs) != 0 {
 		t.Errorf("the poll that left: %d runs, %v; want none and its context's error", len(p.runs), p.err)
@@ -137,10 +140,8 @@ func TestAPollThatLeavesBeforeItsGatheredClaimIsNotClaimedFor(t *testing.T) {
 // A claim that fails fails every poll gathered in it, and the next poll claims again.
 func TestAFailedGatheredClaimFailsItsPolls(t *testing.T) {
 	st, s, first, release := heldClaim(t, 5, 1)
-	b := pollAs(t.Context(), s, "b", 1)
-	gathered(t, s, 1)
-	c := pollAs(t.Context(), s, "c", 1)
-	gathered(t, s, 2)
+	b := joins(t.Context(), t, s, "b", 1, 1)
+	c := joins(t.Context(), t, s, "c", 1, 2)
 	broken := errors.New("store unreachable")
 	s.cfg.Store = failingStore{st, broken}
 	close(release)

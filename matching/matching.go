@@ -37,10 +37,10 @@ type Config struct {
 type Service struct {
 	cfg Config
 	mu  sync.Mutex
-	// wake is closed and replaced whenever any run becomes ready: every long-poll waiting on it
-	// re-checks. One channel for all queues is deliberate: a worker process runs one poller per
-	// queue, so a spurious wake costs a claim query, and a per-queue fan-out would cost more code
-	// than it saves.
+	// wake is closed and replaced whenever a run woken from a suspension becomes ready (Wake):
+	// every long-poll waiting on it re-checks, since only the poll of the worker keeping the run
+	// parked may claim it for a while, and which one that is is the store's to know. New runs
+	// wake one poll each instead (WakeQueue, wake.go).
 	wake chan struct{}
 	// idle are the long-polls waiting now, per queue, oldest first, and owed the wakes of new
 	// runs that none of them could take (wake.go).

@@ -28,8 +28,8 @@ const maxOwed = 1 << 30
 // waiter is one long-poll between its claims.
 type waiter struct {
 	queues []string
-	// room is how many more wakes it takes: its Max less those handed to it.
-	room int
+	// max is its poll's Max: it takes that many wakes at most (room).
+	max int
 	// handed counts the wakes handed to it, by its queues' positions; given back if it leaves
 	// without claiming.
 	handed []int
@@ -37,6 +37,15 @@ type waiter struct {
 	ch chan struct{}
 	// waiting is true while it is in the idle lists.
 	waiting bool
+}
+
+// room is how many more wakes w takes: its Max less those handed to it.
+func (w *waiter) room() int {
+	n := w.max
+	for _, k := range w.handed {
+		n -= k
+	}
+	return n
 }
 
 // owed is a queue's wakes that no waiting poll could take.
@@ -62,9 +71,8 @@ func (s *Service) wakeLocked(queue string, n int) {
 	s.seq++
 	for n > 0 && len(s.idle[queue]) > 0 {
 		w := s.idle[queue][0]
-		k := min(n, w.room)
+		k := min(n, w.room())
 		n -= k
-		w.room -= k
 		for i, q := range w.queues {
 			if q == queue {
 				w.handed[i] += k
@@ -75,7 +83,7 @@ func (s *Service) wakeLocked(queue string, n int) {
 		case w.ch <- struct{}{}:
 		default:
 		}
-		if w.room == 0 {
+		if w.room() == 0 {
 			s.unidleLocked(w)
 		}
 	}
@@ -155,7 +163,7 @@ func (s *Service) wait(w *waiter, max int) bool {
 			return false
 		}
 	}
-	w.room, w.waiting = max, true
+	w.max, w.waiting = max, true
 	clear(w.handed)
 	select { // a signal left from before this wait
 	case <-w.ch:

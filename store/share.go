@@ -87,10 +87,10 @@ func (p ClaimParams) Holder(workerID string, readyAt time.Time) string {
 // readyAt: one held for nobody or for one of its shares' workers.
 func (p ClaimParams) Claimable(workerID string, readyAt time.Time) bool {
 	h := p.Holder(workerID, readyAt)
-	if h == "" {
+	if h == "" || (len(p.Shares) == 0 && h == p.WorkerID) {
 		return true
 	}
-	for _, sh := range p.Claimers() {
+	for _, sh := range p.Shares {
 		if sh.WorkerID == h {
 			return true
 		}
