@@ -61,11 +61,7 @@ func TestPollCodecIsMsgpacks(t *testing.T) {
 // samePollAsMsgpack checks the poll and its answer read from b as msgpack reads them.
 func samePollAsMsgpack(t *testing.T, b []byte) {
 	t.Helper()
-	if checkMsgpack(b) != nil {
-		return
-	}
-	readsAsMsgpack(t, "poll", b, decodePollRequest)
-	readsAsMsgpack(t, "answer", b, decodePollResponse)
+	bothReadAsMsgpack(t, b, decodePollRequest, decodePollResponse)
 }
 
 func TestPollCodecReadsAnyBytesAsMsgpack(t *testing.T) {

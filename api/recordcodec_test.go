@@ -170,15 +170,21 @@ func readsAsMsgpack[T any](t *testing.T, what string, b []byte, decode func([]by
 	}
 }
 
-// sameAsMsgpack checks the record and its answer read from b as msgpack reads them.
-func sameAsMsgpack(t *testing.T, b []byte) {
+// bothReadAsMsgpack checks a request and its answer read from b as msgpack reads them.
+func bothReadAsMsgpack[Q, S any](t *testing.T, b []byte, decQ func([]byte, *Q) error, decS func([]byte, *S) error) {
 	t.Helper()
 	if checkMsgpack(b) != nil {
 		// Refused before any decoder sees it (and msgpack's would allocate what it claims).
 		return
 	}
-	readsAsMsgpack(t, "record", b, decodeRecordRequest)
-	readsAsMsgpack(t, "answer", b, decodeRecordResponse)
+	readsAsMsgpack(t, "request", b, decQ)
+	readsAsMsgpack(t, "answer", b, decS)
+}
+
+// sameAsMsgpack checks the record and its answer read from b as msgpack reads them.
+func sameAsMsgpack(t *testing.T, b []byte) {
+	t.Helper()
+	bothReadAsMsgpack(t, b, decodeRecordRequest, decodeRecordResponse)
 }
 
 func unmarshalNoPanic(b []byte, v any) (err error, panicked bool) {
