@@ -39,7 +39,8 @@ func TestAWakeUpReadsItsHistoryOnce(t *testing.T) {
 
 func wakeUpReads(t *testing.T, b testenv.Backend, wake string, sticky, reads int) {
 	counting := testenv.CountHistoryReads(b.Open(t))
-	env := testenv.Start(t, testenv.Options{Store: counting})
+	gate := testenv.NewClaimGate(counting)
+	env := testenv.Start(t, testenv.Options{Store: gate})
 	j := jobs.MustDefine("nap-then-step", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(c *jobs.Ctx, in int) (int, error) {
 			if wake == "timer" {
@@ -67,6 +68,10 @@ func wakeUpReads(t *testing.T, b testenv.Backend, wake string, sticky, reads int
 		testenv.AwaitParked(t, w, runs)
 	}
 	before := counting.Count()
+	// The wake-ups land while no claim can: each is folded into its run's ledger before a claim
+	// sees the run (testenv.ClaimGate).
+	gate.Hold()
+	defer gate.Release() // should the test end here
 	if wake == "timer" {
 		env.Advance(time.Hour)
 	} else {
@@ -80,6 +85,7 @@ func wakeUpReads(t *testing.T, b testenv.Backend, wake string, sticky, reads int
 			}
 		}
 	}
+	gate.Release()
 	for _, id := range ids {
 		env.Await(id, store.StateCompleted)
 	}
