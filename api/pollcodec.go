@@ -97,25 +97,16 @@ func appendTask(b []byte, t *frontend.Task) []byte {
 	return b
 }
 
-// decodePollRequest decodes a poll, by the fast path when it can and by msgpack's decoder
-// otherwise (the same result).
+// decodePollRequest decodes a poll, as decodeRecordRequest decodes a record.
 func decodePollRequest(b []byte, req *frontend.PollRequest) error {
 	r := msgp.NewReader(b)
-	if pollRequest(&r, req) == nil && r.Done() {
-		return nil
-	}
-	*req = frontend.PollRequest{}
-	return slowDecode(b, req)
+	return fastOrSlow(b, req, pollRequest(&r, req) == nil && r.Done())
 }
 
-// decodePollResponse decodes a poll's answer, as decodePollRequest does.
+// decodePollResponse decodes a poll's answer, as decodeRecordRequest decodes a record.
 func decodePollResponse(b []byte, resp *PollResponse) error {
 	r := msgp.NewReader(b)
-	if pollResponse(&r, resp) == nil && r.Done() {
-		return nil
-	}
-	*resp = PollResponse{}
-	return slowDecode(b, resp)
+	return fastOrSlow(b, resp, pollResponse(&r, resp) == nil && r.Done())
 }
 
 func pollRequest(r *msgp.Reader, req *frontend.PollRequest) error {
@@ -125,16 +116,7 @@ func pollRequest(r *msgp.Reader, req *frontend.PollRequest) error {
 		case "worker_id":
 			req.WorkerID, err = r.Str()
 		case "queues":
-			var m int
-			if m, err = r.ArrayLen(); err == nil {
-				req.Queues = nil
-				if m >= 0 {
-					req.Queues = make([]string, m)
-				}
-				for i := 0; i < m && err == nil; i++ {
-					req.Queues[i], err = r.Str()
-				}
-			}
+			req.Queues, err = r.Strs()
 		case "max":
 			v, err = r.Int()
 			req.Max = int(v)

@@ -135,21 +135,25 @@ func appendRecordResponse(b []byte, resp *frontend.RecordResponse) []byte {
 // otherwise (the same result; see above).
 func decodeRecordRequest(b []byte, req *frontend.RecordRequest) error {
 	r := msgp.NewReader(b)
-	if recordRequest(&r, req) == nil && r.Done() {
-		return nil
-	}
-	*req = frontend.RecordRequest{}
-	return slowDecode(b, req)
+	return fastOrSlow(b, req, recordRequest(&r, req) == nil && r.Done())
 }
 
 // decodeRecordResponse decodes a record's answer, as decodeRecordRequest does.
 func decodeRecordResponse(b []byte, resp *frontend.RecordResponse) error {
 	r := msgp.NewReader(b)
-	if recordResponse(&r, resp) == nil && r.Done() {
+	return fastOrSlow(b, resp, recordResponse(&r, resp) == nil && r.Done())
+}
+
+// fastOrSlow is a decode's end: nothing more when the fast path read all of b (fast), else
+// msgpack's decoder reads b into a zero v. The fast path is called by its decoder, not through
+// here: a call through a function value would move the reader to the heap.
+func fastOrSlow[T any](b []byte, v *T, fast bool) error {
+	if fast {
 		return nil
 	}
-	*resp = frontend.RecordResponse{}
-	return slowDecode(b, resp)
+	var zero T
+	*v = zero
+	return slowDecode(b, v)
 }
 
 // slowDecode is msgpack's decoder, its panics refusals: it panics on some malformed bodies (a
@@ -216,16 +220,7 @@ func command(r *msgp.Reader, c *frontend.Command) error {
 		case "event":
 			c.Event, err = r.Str()
 		case "match":
-			var m int
-			if m, err = r.ArrayLen(); err == nil {
-				c.Match = nil
-				if m >= 0 {
-					c.Match = make([]string, m)
-				}
-				for i := 0; i < m && err == nil; i++ {
-					c.Match[i], err = r.Str()
-				}
-			}
+			c.Match, err = r.Strs()
 		case "timeout_at":
 			c.TimeoutAt, err = r.Time()
 		case "lookback":

@@ -281,6 +281,19 @@ func (r *Reader) ArrayLen() (int, error) {
 	return 0, ErrSlowPath
 }
 
+// Strs reads an array of strs (nil as nil).
+func (r *Reader) Strs() ([]string, error) {
+	m, err := r.ArrayLen()
+	if err != nil || m < 0 {
+		return nil, err
+	}
+	out := make([]string, m)
+	for i := 0; i < m && err == nil; i++ {
+		out[i], err = r.Str()
+	}
+	return out, err
+}
+
 // items is an array's length, refused (to msgpack's decoder, which refuses it too) when the
 // rest of the body cannot hold that many items of a byte each: nothing is made for a length a
 // few bytes claim.

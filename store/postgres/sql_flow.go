@@ -84,7 +84,7 @@ RETURNING {RUN_R}`
 // snapshot cannot see: the UPDATE finds no row at that ctid, and the run stays ready for the next
 // claim (a claim may return fewer runs than its limit; the release has notified its queue). By
 // id, the UPDATE would have followed the update to the new version and claimed it. Each run's
-// worker is its share's (sqlClaimShares), looked up by its tuple id among the few assigned.
+// worker is its share's in the shared form (claimShared), looked up by its tuple id among the few assigned.
 const sqlClaimFairPick = `
 WITH RECURSIVE params AS (
 	SELECT * FROM unnest($1::text[], $7::text[], $8::boolean[]) AS p(queue, cursor, has)
