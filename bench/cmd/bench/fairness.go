@@ -26,6 +26,6 @@ func (h *harness) fairness(ctx context.Context, keys []string) {
 	// n is every run of the scenario: A's backlog and B's newcomers.
 	all := h.cfg.FairBacklog + systems.FairnessNewcomers
 	h.scenario(ctx, systems.ScenarioFairnessEmpty, systems.FairnessNewcomers, ours)
-	h.scenario(ctx, systems.ScenarioFairness, all, ours)
-	h.scenario(ctx, systems.ScenarioFairnessOldest, all, ours)
+	// Fair and oldest-first are read as a ratio: their runs alternate.
+	h.interleaved(ctx, []string{systems.ScenarioFairness, systems.ScenarioFairnessOldest}, all, h.cfg.Concurrency, ours)
 }

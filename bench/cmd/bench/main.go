@@ -464,43 +464,58 @@ func (h *harness) scenario(ctx context.Context, scen string, n int, keys []strin
 
 // scenarioAt is scenario at a concurrency of its own (the drain's worker counts).
 func (h *harness) scenarioAt(ctx context.Context, scen string, n, concurrency int, keys []string) {
+	h.interleaved(ctx, []string{scen}, n, concurrency, keys)
+}
+
+// interleaved runs several scenarios that are read against one another (fair claiming against
+// oldest-first) run by run, as it runs the systems: run 1 of each, then run 2 of each, so that
+// the machine's drift over the minutes falls on both sides of a ratio alike.
+func (h *harness) interleaved(ctx context.Context, scens []string, n, concurrency int, keys []string) {
 	for r := 1; r <= h.cfg.Runs; r++ {
 		for _, key := range keys {
-			factory, _ := systems.Lookup(key)
-			sys := factory()
-			base := record.Sample{Scenario: scen, System: key, Label: sys.Name(), Run: r, N: n, Concurrency: concurrency}
-			if sk, ok := sys.(systems.Skipper); ok {
-				if reason := sk.Skip(scen); reason != "" {
-					if r == 1 {
-						base.Skip = reason
-						h.add(base)
-					}
-					continue
-				}
+			for _, scen := range scens {
+				h.scenarioRun(ctx, scen, n, concurrency, key, r)
 			}
-			db := fmt.Sprintf("bench_%s_%s_%d", key, scen, r)
-			dir := filepath.Join(h.scratch, db)
-			h.add(h.measured(ctx, func() record.Sample {
-				dbURL, err := h.createDB(ctx, db)
-				if err != nil {
-					base.Err = err.Error()
-					return base
-				}
-				defer h.dropDB(ctx, db)
-				defer os.RemoveAll(dir)
-				spec := childSpec{Kind: "system", System: key, Scenario: scen, N: n, Concurrency: concurrency,
-					Run: r, DBURL: dbURL, DB: db, AdminURL: h.cfg.AdminURL, Dir: dir, PoolSize: h.cfg.PoolSize,
-					Timeout: h.cfg.RunTimeout, Postmaster: h.postmaster,
-					TimerWindow: h.cfg.TimerWindow, TimerLead: h.cfg.timerLead()}
-				s := h.child(ctx, spec)
-				if s.Label == "" {
-					s.Label = base.Label
-				}
-				s.Scenario, s.System, s.Run, s.N, s.Concurrency = scen, key, r, n, concurrency
-				return s
-			}))
 		}
 	}
+}
+
+// scenarioRun is run r of scenario scen on the system key, in a child process with a database
+// of its own.
+func (h *harness) scenarioRun(ctx context.Context, scen string, n, concurrency int, key string, r int) {
+	factory, _ := systems.Lookup(key)
+	sys := factory()
+	base := record.Sample{Scenario: scen, System: key, Label: sys.Name(), Run: r, N: n, Concurrency: concurrency}
+	if sk, ok := sys.(systems.Skipper); ok {
+		if reason := sk.Skip(scen); reason != "" {
+			if r == 1 {
+				base.Skip = reason
+				h.add(base)
+			}
+			return
+		}
+	}
+	db := fmt.Sprintf("bench_%s_%s_%d", key, scen, r)
+	dir := filepath.Join(h.scratch, db)
+	h.add(h.measured(ctx, func() record.Sample {
+		dbURL, err := h.createDB(ctx, db)
+		if err != nil {
+			base.Err = err.Error()
+			return base
+		}
+		defer h.dropDB(ctx, db)
+		defer os.RemoveAll(dir)
+		spec := childSpec{Kind: "system", System: key, Scenario: scen, N: n, Concurrency: concurrency,
+			Run: r, DBURL: dbURL, DB: db, AdminURL: h.cfg.AdminURL, Dir: dir, PoolSize: h.cfg.PoolSize,
+			Timeout: h.cfg.RunTimeout, Postmaster: h.postmaster,
+			TimerWindow: h.cfg.TimerWindow, TimerLead: h.cfg.timerLead()}
+		s := h.child(ctx, spec)
+		if s.Label == "" {
+			s.Label = base.Label
+		}
+		s.Scenario, s.System, s.Run, s.N, s.Concurrency = scen, key, r, n, concurrency
+		return s
+	}))
 }
 
 // engineOnly runs scenarios 5 and 6, which only our engine implements: replay.Check in memory

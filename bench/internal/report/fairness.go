@@ -27,7 +27,7 @@ func renderFairness(w func(string, ...any), samples []record.Sample, keys []stri
 		in.FairBacklog, in.Concurrency, systems.FairnessNewcomers)
 	w("B's wait is enqueue → body start, nearest-rank over its %d runs; \"empty\" is B's %d runs alone in an empty queue. ",
 		systems.FairnessNewcomers, systems.FairnessNewcomers)
-	w("Throughput is every run (A's and B's) completed over the timed window, fair claiming against plain oldest-first claiming (`engine.Config.OldestFirst`); the target is a cost of at most %.0f%%.\n\n", fairCost)
+	w("Throughput is every run (A's and B's) completed over the timed window, fair claiming against plain oldest-first claiming (`engine.Config.OldestFirst`), their runs alternating (fair, oldest-first, fair, …) so that the machine's drift falls on both alike; the target is a cost of at most %.0f%%.\n\n", fairCost)
 	w("| system | backend | claiming | B wait p50 (ms) | B wait p99 (ms) | runs/s | CPU (bench/pg/other) |\n")
 	w("|---|---|---|---:|---:|---:|---:|\n")
 	lag := func(pick func(*record.Lag) float64) func(record.Sample) float64 {
