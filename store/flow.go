@@ -28,7 +28,11 @@ import (
 //     entry, all in ascending order. The first Limit lanes are kept (n of them).
 //  2. From each kept lane, up to ceil(Limit/n) claimable runs are taken in (ClaimAt, ID) order,
 //     each ranked by its place in its lane (1, 2, …).
-//  3. Across the polled queues, the candidates are ordered by (rank, the lane's place in the
+//  3. If that took fewer than Limit runs in all (a lane had fewer claimable runs than its share),
+//     each lane that gave its whole share gives up to the shortfall more, ranked on from its
+//     share: a claim leaves no slot empty while a kept lane has a claimable run. Without it, a
+//     tenant whose runs arrive one at a time halved every claim made while they arrived.
+//  4. Across the polled queues, the candidates are ordered by (rank, the lane's place in the
 //     rotation, ClaimAt, ID) and the first Limit are claimed.
 //
 // So priority orders a tenant's own runs, and breaks ties between queues; across tenants, the
@@ -71,7 +75,7 @@ func RotationOrder(tenants []string, cursor string, has bool) {
 	})
 }
 
-// ClaimOrder sorts the runs a claim took into its order (step 3 above); with p.OldestFirst, by
+// ClaimOrder sorts the runs a claim took into its order (step 4 above); with p.OldestFirst, by
 // (ReadyAt, ID). Every backend returns its claims in this order. Ranks are counted within the
 // runs given, which is right for a claim's runs: it takes each lane's first runs.
 func ClaimOrder(runs []Run, p ClaimParams) {

@@ -51,6 +51,27 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 	recs := map[string]*runRec{}
 	limit := p.Total()
 	seen := map[string]bool{}
+	// A lane's heap is popped as its runs are taken (and pushed back at the end), so a second
+	// take from it (the top-up, rule 3) goes on where the first stopped.
+	type lane struct {
+		h      *runHeap
+		popped []*runRec
+		full   bool // it gave its whole share
+	}
+	var lanes []*lane
+	take := func(l *lane, n int) int {
+		taken := 0
+		for taken < n && l.h.Len() > 0 {
+			r := heap.Pop(l.h).(*runRec)
+			l.popped = append(l.popped, r)
+			if p.Claimable(r.run.WorkerID, r.run.ReadyAt) {
+				cands = append(cands, r.run)
+				recs[r.run.ID] = r
+				taken++
+			}
+		}
+		return taken
+	}
 	for _, q := range p.Queues {
 		if seen[q] {
 			continue
@@ -67,21 +88,22 @@ func (s *Store) claimFair(p store.ClaimParams) []store.Run {
 		}
 		share := store.LaneShare(limit, len(tenants))
 		for _, t := range tenants {
-			h := s.lanes[q][t]
-			var popped []*runRec
-			taken := 0
-			for taken < share && h.Len() > 0 {
-				r := heap.Pop(h).(*runRec)
-				popped = append(popped, r)
-				if p.Claimable(r.run.WorkerID, r.run.ReadyAt) {
-					cands = append(cands, r.run)
-					recs[r.run.ID] = r
-					taken++
-				}
+			l := &lane{h: s.lanes[q][t]}
+			lanes = append(lanes, l)
+			l.full = take(l, share) == share
+		}
+	}
+	if short := limit - len(cands); short > 0 {
+		for _, l := range lanes {
+			if l.full {
+				take(l, short)
 			}
-			for _, r := range popped {
-				heap.Push(h, r)
-			}
+		}
+	}
+	// Every popped run goes back before the chosen ones leave their lanes (claimChosen).
+	for _, l := range lanes {
+		for _, r := range l.popped {
+			heap.Push(l.h, r)
 		}
 	}
 	store.ClaimOrder(cands, p)

@@ -69,8 +69,11 @@ RETURNING {RUN_R}`
 // SKIP LOCKED, like the plain claim, at most ceil($4/lanes) a lane, starting at the walk's entry:
 // a seek, where starting at the lane's beginning would step again over every index entry the
 // walk stepped over (while a backlog drains, its lane's beginning is thousands of entries of runs
-// already claimed, dead until vacuum, and the walk has just read past them). picked ranks them
-// within their lane and keeps the first $4 by (rank, the lane's place, claim time, id). The cost
+// already claimed, dead until vacuum, and the walk has just read past them). more tops the claim
+// up when heads found fewer than $4 runs (rule 3): each lane that gave its whole share gives up
+// to the shortfall more, seeking past its last head, ranked on from it; when heads found enough,
+// its one-time filter skips it. picked ranks them within their lane and keeps the first $4 by
+// (rank, the lane's place, claim time, id). The cost
 // grows with the limit, not with the backlog nor the number of tenants; the surplus heads locked
 // here are left to other claimers when the statement commits.
 //
@@ -118,7 +121,7 @@ kept AS (
 	) k WHERE k.place <= $4
 ),
 heads AS (
-	SELECT k.tenant, k.wrapped, c.id, c.tid, c.claim_at, c.holder,
+	SELECT k.queue, k.lanes, k.tenant, k.wrapped, c.id, c.tid, c.claim_at, c.holder,
 		row_number() OVER (PARTITION BY k.queue, k.tenant ORDER BY c.claim_at, c.id) AS rank
 	FROM kept k
 	CROSS JOIN LATERAL (
@@ -133,10 +136,29 @@ heads AS (
 		FOR UPDATE SKIP LOCKED
 	) c
 ),
+more AS (
+	SELECT f.tenant, f.wrapped, c.id, c.tid, c.claim_at, c.holder,
+		f.rank + row_number() OVER (PARTITION BY f.queue, f.tenant ORDER BY c.claim_at, c.id) AS rank
+	FROM (SELECT h.queue, h.tenant, h.wrapped, h.claim_at, h.id, h.rank FROM heads h
+		WHERE h.rank = ($4 + h.lanes - 1) / h.lanes) f
+	CROSS JOIN LATERAL (
+		SELECT r.id, r.ctid AS tid, {S}.claim_at(r.ready_at, r.priority) AS claim_at,
+			CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
+		FROM {S}.runs r
+		WHERE r.state = 'ready' AND r.queue = f.queue AND r.tenant = f.tenant
+			AND ({S}.claim_at(r.ready_at, r.priority), r.id) > (f.claim_at, f.id)
+			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
+		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
+		LIMIT $4 - (SELECT count(*) FROM heads)
+		FOR UPDATE SKIP LOCKED
+	) c
+	WHERE (SELECT count(*) FROM heads) < $4
+),
 picked AS (
 	SELECT h.tid AS key, h.holder,
 		row_number() OVER (ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id) AS ord
-	FROM heads h
+	FROM (SELECT tenant, wrapped, id, tid, claim_at, holder, rank FROM heads
+		UNION ALL SELECT tenant, wrapped, id, tid, claim_at, holder, rank FROM more) h
 	ORDER BY h.rank, h.wrapped, h.tenant, h.claim_at, h.id
 	LIMIT $4
 )`

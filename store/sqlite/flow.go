@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 
 	"github.com/ultimat3/jobs/store"
 )
@@ -18,6 +19,34 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, limit int, w
 		var cands []store.Run
 		holder := map[string]string{}
 		seen := map[string]bool{}
+		// A lane's take stops at (atClaim, atID), where a top-up (rule 3) goes on.
+		type lane struct {
+			queue, tenant string
+			atClaim       int64
+			atID          string
+			full          bool
+		}
+		var lanes []*lane
+		take := func(l *lane, n int) (int, error) {
+			rows, err := t.query(sqlLaneHead, nameArgs("queue", l.queue, "tenant", l.tenant, "workers", workers,
+				"sticky_before", encTime(p.StickyBefore), "after_at", l.atClaim, "after_id", l.atID, "limit", n)...)
+			if err != nil {
+				return 0, err
+			}
+			more, err := collect(rows, func(rows *sql.Rows) (store.Run, error) {
+				var claimAt, readyAt int64
+				var worker string
+				r := store.Run{Queue: l.queue, Tenant: l.tenant}
+				err := rows.Scan(&r.ID, &claimAt, &readyAt, &worker)
+				holder[r.ID] = p.Holder(worker, decTime(readyAt))
+				// ClaimOrder needs only the claim time: carry it as ReadyAt, priority 0.
+				r.ReadyAt = decTime(claimAt)
+				l.atClaim, l.atID = claimAt, r.ID
+				return r, err
+			})
+			cands = append(cands, more...)
+			return len(more), err
+		}
 		for _, q := range p.Queues {
 			if seen[q] {
 				continue
@@ -30,25 +59,23 @@ func (s *Store) claimFair(ctx context.Context, p store.ClaimParams, limit int, w
 			}
 			share := store.LaneShare(limit, len(tenants))
 			for _, tenant := range tenants {
-				rows, err := t.query(sqlLaneHead, nameArgs("queue", q, "tenant", tenant, "workers", workers,
-					"sticky_before", encTime(p.StickyBefore), "limit", share)...)
+				l := &lane{queue: q, tenant: tenant, atClaim: math.MinInt64}
+				lanes = append(lanes, l)
+				n, err := take(l, share)
 				if err != nil {
 					return err
 				}
-				more, err := collect(rows, func(rows *sql.Rows) (store.Run, error) {
-					var claimAt, readyAt int64
-					var worker string
-					r := store.Run{Queue: q, Tenant: tenant}
-					err := rows.Scan(&r.ID, &claimAt, &readyAt, &worker)
-					holder[r.ID] = p.Holder(worker, decTime(readyAt))
-					// ClaimOrder needs only the claim time: carry it as ReadyAt, priority 0.
-					r.ReadyAt = decTime(claimAt)
-					return r, err
-				})
-				if err != nil {
+				l.full = n == share
+			}
+		}
+		if short := limit - len(cands); short > 0 {
+			for _, l := range lanes {
+				if !l.full {
+					continue
+				}
+				if _, err := take(l, short); err != nil {
 					return err
 				}
-				cands = append(cands, more...)
 			}
 		}
 		store.ClaimOrder(cands, p)

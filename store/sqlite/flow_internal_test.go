@@ -17,7 +17,7 @@ func TestFairClaimUsesTheLanesIndex(t *testing.T) {
 		"first lane": {sqlLaneFirst, nameArgs("queue", "q")},
 		"next lane":  {sqlLaneNext, nameArgs("queue", "q", "after", "a")},
 		"lane head": {sqlLaneHead, nameArgs("queue", "q", "tenant", "a", "workers", `["w"]`,
-			"sticky_before", int64(0), "limit", 10)},
+			"sticky_before", int64(0), "after_at", int64(0), "after_id", "x", "limit", 10)},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
 		if err != nil {
@@ -36,6 +36,10 @@ func TestFairClaimUsesTheLanesIndex(t *testing.T) {
 		text := strings.Join(plan, "; ")
 		if strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "runs_lanes") {
 			t.Errorf("%s: plan %q sorts or does not read runs_lanes", name, text)
+		}
+		// A top-up goes on where the lane's first take stopped: a seek, not a walk from its head.
+		if c.query == sqlLaneHead && !strings.Contains(text, "tenant=? AND <expr>>?") {
+			t.Errorf("%s: plan %q does not seek past the claim time it is given", name, text)
 		}
 	}
 }

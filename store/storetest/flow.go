@@ -96,6 +96,24 @@ var flowTests = []test{
 		}
 	}},
 
+	{"AShortLaneLeavesItsShareToTheOthers", func(t *testing.T, s store.Store) {
+		// b has one run where its share of a four-run claim is two: the claim is topped up from
+		// a, ranked after every lane's head, rather than coming back with three runs.
+		for n := 1; n <= 6; n++ {
+			create(t, s, flowRun(n, "a", time.Duration(n)*time.Millisecond, 0))
+		}
+		create(t, s, flowRun(7, "b", 100*time.Millisecond, 0))
+		rot := map[string]string{}
+		got := claimRound(t, s, 4, &rot)
+		if want := []string{runID(1), runID(7), runID(2), runID(3)}; !slices.Equal(ids(got), want) {
+			t.Errorf("claim order %v, want %v", ids(got), want)
+		}
+		// The next round: b is empty, a goes on.
+		if got := claimRound(t, s, 2, &rot); !slices.Equal(ids(got), []string{runID(4), runID(5)}) {
+			t.Errorf("second round %v, want %v", ids(got), []string{runID(4), runID(5)})
+		}
+	}},
+
 	{"TheRotationWrapsAround", func(t *testing.T, s store.Store) {
 		create(t, s, flowRun(1, "a", 1*time.Millisecond, 0), flowRun(2, "b", 2*time.Millisecond, 0),
 			flowRun(3, "c", 3*time.Millisecond, 0))
