@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -93,16 +94,23 @@ func TestEngineMetrics(t *testing.T) {
 		`queue_depth{queue="orphans"}`:       eq(1),
 	}
 	var body string
-	waitFor(t, func() bool {
-		body = scrape(t, b)
+	var unmet []string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body, unmet = scrape(t, b), nil
 		for series, ok := range want {
-			v, found := value(body, series)
-			if !found || !ok(v) {
-				return false
+			if v, found := value(body, series); !found || !ok(v) {
+				unmet = append(unmet, fmt.Sprintf("%s = %v (found %t)", series, v, found))
 			}
 		}
-		return true
-	})
+		if len(unmet) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s, these series are not as wanted: %s", strings.Join(unmet, "; "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// The shipped Grafana dashboard is built from these series: every metric it queries is one
 	// the engine exports (a worker's share of jobs_total and job_leases_lost_total has the same
