@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -656,10 +657,26 @@ func TestMetrics(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
+	waitUntil(t, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("condition not met")
+	})
+}
+
+// waitUntil polls check for up to 20s and fails the test with check's last error, which says
+// what was still missing.
+func waitUntil(t *testing.T, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met after 20s")
+			t.Fatalf("after 20s: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

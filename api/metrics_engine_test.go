@@ -94,23 +94,19 @@ func TestEngineMetrics(t *testing.T) {
 		`queue_depth{queue="orphans"}`:       eq(1),
 	}
 	var body string
-	var unmet []string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		body, unmet = scrape(t, b), nil
+	waitUntil(t, func() error {
+		body = scrape(t, b)
+		var unmet []string
 		for series, ok := range want {
 			if v, found := value(body, series); !found || !ok(v) {
 				unmet = append(unmet, fmt.Sprintf("%s = %v (found %t)", series, v, found))
 			}
 		}
-		if len(unmet) == 0 {
-			break
+		if len(unmet) > 0 {
+			return fmt.Errorf("these series are not as wanted: %s", strings.Join(unmet, "; "))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s, these series are not as wanted: %s", strings.Join(unmet, "; "))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// The shipped Grafana dashboard is built from these series: every metric it queries is one
 	// the engine exports (a worker's share of jobs_total and job_leases_lost_total has the same

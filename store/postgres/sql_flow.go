@@ -65,15 +65,15 @@ RETURNING {RUN_R}`
 // index can seek to and orders by the index's own columns, so it reads one entry; the wrapped
 // walk stops past the cursor rather than filtering (a filter would read a whole lane to reject).
 // Each probe keeps the entry it found, the lane's first ready run (at, id). kept keeps the first
-// $4 lanes of each queue. heads reads each kept lane's first claimable runs in claim order under
-// SKIP LOCKED, like the plain claim, at most ceil($4/lanes) a lane, starting at the walk's entry:
-// a seek, where starting at the lane's beginning would step again over every index entry the
-// walk stepped over (while a backlog drains, its lane's beginning is thousands of entries of runs
-// already claimed, dead until vacuum, and the walk has just read past them). more tops the claim
-// up when heads found fewer than $4 runs (rule 3): each lane that gave its whole share gives up
-// to the shortfall more, seeking past its last head, ranked on from it; when heads found enough,
-// its one-time filter skips it. picked ranks them within their lane and keeps the first $4 by
-// (rank, the lane's place, claim time, id). The cost
+// $4 lanes of each queue, each with its share, ceil($4/lanes). heads reads each kept lane's first
+// claimable runs in claim order under SKIP LOCKED, like the plain claim, at most its share,
+// starting at the walk's entry: a seek, where starting at the lane's beginning would step again
+// over every index entry the walk stepped over (while a backlog drains, its lane's beginning is
+// thousands of entries of runs already claimed, dead until vacuum, and the walk has just read past
+// them). more tops the claim up when heads found fewer than $4 runs (rule 3): each lane that gave
+// its whole share gives up to the shortfall more, seeking past its last head, ranked on from it;
+// when heads found enough, its one-time filter (got, the heads' count) skips it. picked ranks them
+// within their lane and keeps the first $4 by (rank, the lane's place, claim time, id). The cost
 // grows with the limit, not with the backlog nor the number of tenants; the surplus heads locked
 // here are left to other claimers when the statement commits.
 //
@@ -114,14 +114,15 @@ walk AS (
 	WHERE w.n < $4 AND NOT (w.wrapped AND w.tenant > w.cursor)
 ),
 kept AS (
-	SELECT k.queue, k.tenant, k.wrapped, k.at, k.id, count(*) OVER (PARTITION BY k.queue) AS lanes FROM (
+	SELECT k.queue, k.tenant, k.wrapped, k.at, k.id, ($4 + count(*) OVER q - 1) / count(*) OVER q AS share FROM (
 		SELECT w.queue, w.tenant, w.wrapped, w.at, w.id,
 			row_number() OVER (PARTITION BY w.queue ORDER BY w.wrapped, w.tenant) AS place
 		FROM walk w WHERE NOT (w.wrapped AND w.tenant > w.cursor)
 	) k WHERE k.place <= $4
+	WINDOW q AS (PARTITION BY k.queue)
 ),
 heads AS (
-	SELECT k.queue, k.lanes, k.tenant, k.wrapped, c.id, c.tid, c.claim_at, c.holder,
+	SELECT k.queue, k.share, k.tenant, k.wrapped, c.id, c.tid, c.claim_at, c.holder,
 		row_number() OVER (PARTITION BY k.queue, k.tenant ORDER BY c.claim_at, c.id) AS rank
 	FROM kept k
 	CROSS JOIN LATERAL (
@@ -132,15 +133,16 @@ heads AS (
 			AND ({S}.claim_at(r.ready_at, r.priority), r.id) >= (k.at, k.id)
 			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
 		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
-		LIMIT ($4 + k.lanes - 1) / k.lanes
+		LIMIT k.share
 		FOR UPDATE SKIP LOCKED
 	) c
 ),
+got AS (SELECT count(*) AS n FROM heads),
 more AS (
 	SELECT f.tenant, f.wrapped, c.id, c.tid, c.claim_at, c.holder,
 		f.rank + row_number() OVER (PARTITION BY f.queue, f.tenant ORDER BY c.claim_at, c.id) AS rank
 	FROM (SELECT h.queue, h.tenant, h.wrapped, h.claim_at, h.id, h.rank FROM heads h
-		WHERE h.rank = ($4 + h.lanes - 1) / h.lanes) f
+		WHERE h.rank = h.share) f
 	CROSS JOIN LATERAL (
 		SELECT r.id, r.ctid AS tid, {S}.claim_at(r.ready_at, r.priority) AS claim_at,
 			CASE WHEN r.ready_at > $3 THEN r.worker_id ELSE '' END AS holder
@@ -149,10 +151,10 @@ more AS (
 			AND ({S}.claim_at(r.ready_at, r.priority), r.id) > (f.claim_at, f.id)
 			AND (r.worker_id = '' OR r.ready_at <= $3 OR r.worker_id = ANY ($2::text[]))
 		ORDER BY {S}.claim_at(r.ready_at, r.priority), r.id
-		LIMIT $4 - (SELECT count(*) FROM heads)
+		LIMIT $4 - (SELECT n FROM got)
 		FOR UPDATE SKIP LOCKED
 	) c
-	WHERE (SELECT count(*) FROM heads) < $4
+	WHERE (SELECT n FROM got) < $4
 ),
 picked AS (
 	SELECT h.tid AS key, h.holder,

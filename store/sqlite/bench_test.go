@@ -72,7 +72,8 @@ func benchApplyStep(b *testing.B, sync sqlite.Synchronous, batch int) {
 // (the default) and oldest-first, at the limits a worker's polls ask for (an engine's gathered
 // claims ask for 16 to 25 runs at a time in the bench's fairness scenario). The fair claim walks
 // the lanes before it reads their heads; this is what that walk costs beside the plain claim:
-// about 25 µs at a limit of 1 (220 against 195 µs), nothing measurable at 4 and 16.
+// at most about 25 µs a claim at a limit of 1 (220 against 195 µs in one measurement, 244 against
+// 246 in another), nothing measurable at 4 and 16.
 func BenchmarkClaim(b *testing.B) {
 	for _, fair := range []bool{true, false} {
 		for _, limit := range []int{1, 4, 16} {

@@ -98,9 +98,15 @@ var flowTests = []test{
 
 	{"AShortLaneLeavesItsShareToTheOthers", func(t *testing.T, s store.Store) {
 		// b has one run where its share of a four-run claim is two: the claim is topped up from
-		// a, ranked after every lane's head, rather than coming back with three runs.
+		// a, ranked after every lane's head, rather than coming back with three runs. a's second
+		// and third runs became ready together, so the top-up, which goes on past the second,
+		// must tell them apart by id.
 		for n := 1; n <= 6; n++ {
-			create(t, s, flowRun(n, "a", time.Duration(n)*time.Millisecond, 0))
+			at := time.Duration(n) * time.Millisecond
+			if n == 3 {
+				at = 2 * time.Millisecond
+			}
+			create(t, s, flowRun(n, "a", at, 0))
 		}
 		create(t, s, flowRun(7, "b", 100*time.Millisecond, 0))
 		rot := map[string]string{}
