@@ -18,8 +18,9 @@ func TestRemoteWakeUpResumesFromTheClaimsTail(t *testing.T) {
 	for _, b := range testenv.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			st := testenv.CountHistoryReads(b.Open(t))
+			gate := testenv.NewClaimGate(st)
 			addr := freeAddr(t)
-			e := startEngine(t, st, addr, 20*time.Second)
+			e := startEngine(t, gate, addr, 20*time.Second)
 			var after atomic.Int64
 			napper := jobs.MustDefine("napper", func(i int) string { return fmt.Sprint(i) }, jobs.NoTenant[int](),
 				func(ctx *jobs.Ctx, in int) (int, error) {
@@ -40,6 +41,15 @@ func TestRemoteWakeUpResumesFromTheClaimsTail(t *testing.T) {
 			}
 			testenv.AwaitParked(t, w, runs)
 			before := st.Count()
+			// The wake-ups land while no claim can: each is folded into its run's ledger before a
+			// claim sees the run (testenv.ClaimGate).
+			gate.Hold()
+			defer gate.Release() // should the test end here
+			for _, id := range ids {
+				awaitState(t, e.eng, id, store.StateReady, 10*time.Second)
+			}
+			gate.AwaitTimerFolds()
+			gate.Release()
 			for _, id := range ids {
 				awaitState(t, e.eng, id, store.StateCompleted, 10*time.Second)
 			}
