@@ -253,6 +253,10 @@ type Woken struct {
 	// it in every store; a lapsed lease's wake-up appends nothing. The engine hands it to the
 	// worker that claims the run, which then resumes a parked body without reading its history.
 	Appended []history.Event
+	// DueAt is when the timer that woke the run was due (TimerFire, every store); zero for other
+	// wake-ups. The timer service measures its lag from it: how late each round's earliest
+	// timer fired, whether or not the service slept for that timer.
+	DueAt time.Time
 }
 
 // PublishParams publishes one event.

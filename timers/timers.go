@@ -32,7 +32,8 @@ type Config struct {
 	OnWake func([]store.Woken)
 	// OnExpired is told of runs whose lapsed lease was reclaimed (after OnWake); optional.
 	OnExpired func([]store.Woken)
-	// OnLag is told how late the earliest due timer of a round fired; optional.
+	// OnLag is told how late the earliest due timer of a round fired (from its DueAt to the end of
+	// the round's firing), for every round that fired one; optional.
 	OnLag  func(time.Duration)
 	Logger *slog.Logger
 }
@@ -103,14 +104,9 @@ func (s *Service) Stop() {
 
 func (s *Service) loop(ctx context.Context) {
 	var lastPrune, lastExpire time.Time
-	var expect time.Time // the due time this round woke for
 	for ctx.Err() == nil {
 		now := s.cfg.Clock.Now()
 		fired := s.fire(ctx, now)
-		if !expect.IsZero() && !now.Before(expect) {
-			s.cfg.OnLag(s.cfg.Clock.Now().Sub(expect))
-		}
-		expect = time.Time{}
 		// While timers keep falling due, lapsed leases are looked for every expireEvery, not
 		// every round; a round that fired nothing always looks.
 		if fired == 0 || now.Sub(lastExpire) >= expireEvery || now.Before(lastExpire) {
@@ -126,7 +122,6 @@ func (s *Service) loop(ctx context.Context) {
 		var due clock.Timer
 		var dueC <-chan time.Time
 		if next, ok, err := s.cfg.Store.TimerNext(ctx); err == nil && ok {
-			expect = next
 			due = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
 			dueC = due.C()
 		}
@@ -158,8 +153,20 @@ func (s *Service) Tick(ctx context.Context, now time.Time) {
 	s.expire(ctx, now)
 }
 
-// fire fires everything due at now, in batches, and returns how many runs it woke.
+// fire fires everything due at now, in batches, returns how many runs it woke, and tells OnLag
+// how late the earliest of their timers fired.
+//
+// The lag is read from the fired timers' own due times, not from the due time the service slept
+// for: a round also fires timers it did not sleep for (armed after its look at the next one, by
+// another engine process without a notifier, or overdue when the engine starts after an outage),
+// and those are the latest; measured only for the timer slept for, they went unseen.
 func (s *Service) fire(ctx context.Context, now time.Time) (woke int) {
+	var earliest time.Time
+	defer func() {
+		if !earliest.IsZero() {
+			s.cfg.OnLag(max(s.cfg.Clock.Now().Sub(earliest), 0))
+		}
+	}()
 	for ctx.Err() == nil {
 		woken, err := s.cfg.Store.TimerFire(ctx, now, s.cfg.Batch)
 		if err != nil {
@@ -169,6 +176,11 @@ func (s *Service) fire(ctx context.Context, now time.Time) (woke int) {
 			break
 		}
 		woke += len(woken)
+		for _, w := range woken {
+			if !w.DueAt.IsZero() && (earliest.IsZero() || w.DueAt.Before(earliest)) {
+				earliest = w.DueAt
+			}
+		}
 		if len(woken) > 0 {
 			s.cfg.OnWake(woken)
 		}

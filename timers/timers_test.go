@@ -110,3 +110,64 @@ func TestLeasesAreLookedForEveryExpireEveryWhileTimersFire(t *testing.T) {
 		}
 	}
 }
+
+// lateStore holds one timer that the service never saw coming: TimerNext does not report it
+// (another engine process armed it, without a notifier) and it is already 5 s overdue when
+// TimerFire finds it.
+type lateStore struct {
+	store.Store
+	clock *clock.Fake
+	mu    sync.Mutex
+	due   time.Time // zero once fired
+}
+
+func (s *lateStore) TimerFire(_ context.Context, now time.Time, _ int) ([]store.Woken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.due.IsZero() || s.due.After(now) {
+		return nil, nil
+	}
+	w := store.Woken{RunID: "r", DueAt: s.due}
+	s.due = time.Time{}
+	s.clock.Advance(20 * time.Millisecond) // the fire itself takes time on the service's clock
+	return []store.Woken{w}, nil
+}
+
+func (s *lateStore) TimerNext(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil }
+func (s *lateStore) RunExpireLeases(context.Context, time.Time, int) ([]store.Woken, error) {
+	return nil, nil
+}
+func (s *lateStore) EventPrune(context.Context, time.Time) (int, error) { return 0, nil }
+
+// A timer fired in a round that did not sleep for it is measured too, from its own due time to
+// the end of the firing: the lag of a timer the service was told of late (or found overdue after
+// an outage) is the lag operators most need to see, and measuring only the timer slept for
+// reported nothing for it.
+func TestLagIsMeasuredForATimerTheServiceDidNotSleepFor(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(start)
+	st := &lateStore{clock: fake}
+	lags := make(chan time.Duration, 4)
+	s := New(Config{Store: st, Clock: fake, Fallback: time.Hour, OnLag: func(d time.Duration) { lags <- d }})
+	s.Start()
+	defer s.Stop()
+
+	st.mu.Lock()
+	st.due = start.Add(time.Second)
+	st.mu.Unlock()
+	fake.Advance(6 * time.Second)
+	s.Kick()
+	select {
+	case d := <-lags:
+		if want := 5*time.Second + 20*time.Millisecond; d != want {
+			t.Fatalf("lag %s, want %s (due 5 s before the round, which took 20 ms to fire it)", d, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no lag reported for a timer fired 5 s late in a round that did not sleep for it")
+	}
+	select {
+	case d := <-lags:
+		t.Fatalf("a second lag (%s) with nothing else fired", d)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

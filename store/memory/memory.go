@@ -800,7 +800,9 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 			e.At = now // when it fired, not when it was due
 			fired = append(fired, e)
 		}
-		out = append(out, s.wake(r, now, fired...)) // removes t with the run's other timers
+		w := s.wake(r, now, fired...) // removes t with the run's other timers
+		w.DueAt = t.dueAt
+		out = append(out, w)
 	}
 	return out, nil
 }

@@ -127,7 +127,7 @@ func (s *Store) timerRound(ctx context.Context, now time.Time, limit int) ([]sto
 			dropped = append(dropped, r.ID)
 			continue
 		}
-		w := store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID}
+		w := store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, DueAt: d.dueAt}
 		if d.fire != nil {
 			d.fire.At = now // when it fired, not when it was due
 			w.Appended = []history.Event{evs.add(r, *d.fire)}

@@ -143,7 +143,7 @@ const (
 	// fire reads no run row of its own.
 	// Whether the run has a wait comes too (a probe of the waits primary key), so a fire
 	// deletes waits only when there are some.
-	sqlTimersDue = `SELECT t.run_id, t.key, t.fire_kind, t.fire_name, t.fire_at, t.fire_data,
+	sqlTimersDue = `SELECT t.run_id, t.key, t.due_at, t.fire_kind, t.fire_name, t.fire_at, t.fire_data,
 		       r.state, r.queue, r.worker_id, r.last_seq,
 		       EXISTS (SELECT 1 FROM waits w WHERE w.run_id = t.run_id)
 		FROM timers t LEFT JOIN runs r ON r.id = t.run_id

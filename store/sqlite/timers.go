@@ -53,7 +53,7 @@ func (s *Store) TimerFire(ctx context.Context, now time.Time, limit int) ([]stor
 					return err
 				}
 				woken[d.runID] = true
-				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, Appended: appended})
+				out = append(out, store.Woken{RunID: r.ID, Queue: r.Queue, WorkerID: r.WorkerID, Appended: appended, DueAt: d.dueAt})
 			}
 			if len(dues) < batch {
 				// The batch read every timer due (the writer is alone, so none was passed
@@ -76,6 +76,7 @@ const timerBatch = 256
 
 type dueTimer struct {
 	runID, key string
+	dueAt      time.Time
 	fire       *history.Event
 	// The run as the batch read it, in the fire's transaction; a run with two due timers in
 	// one batch is woken by the first, and TimerFire skips the second.
@@ -93,11 +94,13 @@ func (t *wtx) dueTimers(now time.Time, limit int) ([]dueTimer, error) {
 	return collect(rows, func(rows *sql.Rows) (dueTimer, error) {
 		var d dueTimer
 		var kind, name, state, queue, worker sql.NullString
+		var due int64
 		var at, lastSeq sql.NullInt64
 		var data []byte
-		if err := rows.Scan(&d.runID, &d.key, &kind, &name, &at, blob{&data}, &state, &queue, &worker, &lastSeq, &d.hasWaits); err != nil {
+		if err := rows.Scan(&d.runID, &d.key, &due, &kind, &name, &at, blob{&data}, &state, &queue, &worker, &lastSeq, &d.hasWaits); err != nil {
 			return d, err
 		}
+		d.dueAt = decTime(due)
 		d.state, d.queue, d.workerID, d.lastSeq = store.State(state.String), queue.String, worker.String, lastSeq.Int64
 		if kind.Valid {
 			d.fire = &history.Event{Kind: history.Kind(kind.String), Name: name.String, At: decTime(at.Int64), Data: data}

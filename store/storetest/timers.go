@@ -76,6 +76,10 @@ var timerTests = []test{
 			if x.RunID == r.ID && !sameWoken(x, want[0]) {
 				t.Errorf("woken %+v, want %+v (the sticky worker kept)", x, want[0])
 			}
+			// When its timer was due, not when it fired: the timer service's lag is the gap.
+			if !x.DueAt.Equal(sleepUntil) {
+				t.Errorf("run %s woken with DueAt %v, want its timer's due time %v (fired at %v)", x.RunID, x.DueAt, sleepUntil, now)
+			}
 			// What the wake-up appended, as stored: the worker resumes from it without a read.
 			switch {
 			case x.RunID == r.ID && (len(x.Appended) != 1 || !sameEvent(x.Appended[0], evs[len(evs)-1])):
