@@ -133,7 +133,9 @@ func (s *lateStore) TimerFire(_ context.Context, now time.Time, _ int) ([]store.
 	return []store.Woken{w}, nil
 }
 
-func (s *lateStore) TimerNext(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil }
+func (s *lateStore) TimerNext(context.Context) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
 func (s *lateStore) RunExpireLeases(context.Context, time.Time, int) ([]store.Woken, error) {
 	return nil, nil
 }
