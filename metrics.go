@@ -8,8 +8,10 @@ const (
 	MetricJobsTotalHelp = "Claims that ended, by queue and outcome (completed, failed = dead-lettered, retried, blocked, " +
 		"cancelled): source=engine counts what the engine recorded, source=worker what each worker saw."
 	MetricLeasesLost     = "job_leases_lost_total"
-	MetricLeasesLostHelp = "Leases that lapsed with the run still running: source=engine counts the runs the engine " +
-		"reclaimed, source=worker the leases a worker saw no renewal land for a whole window. Either way the run may run twice."
+	MetricLeasesLostHelp = "Claims lost with the run still running: source=engine counts the runs the engine " +
+		"reclaimed (a lapsed lease, or the claims of a worker released when its session dropped, it stopped, or a process " +
+		"started again under its id), source=worker the leases a worker saw no renewal land for a whole window. " +
+		"Either way the run may run twice."
 	MetricClaimsHandedBack     = "jobs_claims_handed_back_total"
 	MetricClaimsHandedBackHelp = "Claims handed back without spending an attempt because a limit was reached, by reason: " +
 		"source=engine for the fleet caps (job_cap), source=worker for the process's LimitConfig (tenant_cap, tenant_rate)."

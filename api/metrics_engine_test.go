@@ -144,6 +144,44 @@ func TestEngineMetrics(t *testing.T) {
 	}
 }
 
+// A worker that is gone for certain (its session dropped, it stopped, or a process started again
+// under its id) has its claims released at once rather than when their leases lapse. Those runs
+// may run twice just the same, and the worker that held them counts nothing, so the engine counts
+// them as leases lost; the sticky reservations the release ends are not counted.
+func TestEngineCountsTheClaimsItReleasesAsLeasesLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{Token: "tok"})
+	env := b.env
+	ctx := context.Background()
+	testenv.Declare(t, env.Engine, "host-a", testenv.Untyped("orphan", "orphans"))
+	for _, key := range []string{"o1", "o2"} {
+		if _, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "orphan", Queue: "orphans", Key: key, NoTenant: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "host-a", Queues: []string{"orphans"}, Max: 2}); err != nil || len(tasks) != 2 {
+		t.Fatalf("poll: %v %v", tasks, err)
+	}
+	series := `job_leases_lost_total{queue="orphans",source="engine"}`
+	if v, found := value(scrape(t, b), series); found && v != 0 {
+		t.Fatalf("%s = %v before any release", series, v)
+	}
+	// The process that held them died; a new one starts under the same id.
+	if err := env.Engine.WorkerStart(ctx, frontend.Session{WorkerID: "host-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := value(scrape(t, b), series); v != 2 {
+		t.Fatalf("%s = %v after the release of two running claims, want 2", series, v)
+	}
+	// A release that finds nothing running counts nothing.
+	if err := env.Engine.WorkerStop(ctx, frontend.Session{WorkerID: "host-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := value(scrape(t, b), series); v != 2 {
+		t.Fatalf("%s = %v after a release of nothing, want 2", series, v)
+	}
+}
+
 func eq(n float64) func(float64) bool { return func(v float64) bool { return v == n } }
 
 func scrape(t *testing.T, b *bundle) string {

@@ -108,3 +108,13 @@ func (m *metrics) expired(ws []store.Woken) {
 		m.leasesLost.WithLabelValues(w.Queue).Inc()
 	}
 }
+
+// reclaimed counts the claims a worker's release took back from running bodies (not its sticky
+// reservations) as leases lost.
+func (m *metrics) reclaimed(ws []store.Woken) {
+	for _, w := range ws {
+		if w.Reclaimed {
+			m.leasesLost.WithLabelValues(w.Queue).Inc()
+		}
+	}
+}

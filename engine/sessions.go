@@ -167,6 +167,9 @@ func (e *Engine) releaseWorker(ctx context.Context, workerID, why string) error 
 	if len(woken) > 0 {
 		e.matching.Wake()
 	}
+	// A claim taken back from a running body is a lease lost, as one that lapsed is: the body may
+	// run again elsewhere, and the worker that held it is gone (or stopped) and counts nothing.
+	e.metrics.reclaimed(woken)
 	e.log.Info("jobs.worker.released", "worker", workerID, "why", why, "runs", len(woken))
 	return nil
 }

@@ -257,6 +257,10 @@ type Woken struct {
 	// wake-ups. The timer service measures its lag from it: how late each round's earliest
 	// timer fired, whether or not the service slept for that timer.
 	DueAt time.Time
+	// Reclaimed says the run was running under the worker that WorkerRelease released: its
+	// claim was taken back and its body may run again. False for a sticky reservation that
+	// ended and for every other wake-up.
+	Reclaimed bool
 }
 
 // PublishParams publishes one event.

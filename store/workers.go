@@ -16,7 +16,8 @@ type Workers interface {
 	//   - its sticky reservations end: a suspended or ready run whose WorkerID is workerID keeps
 	//     its state and loses the WorkerID, so a wake-up (or a woken run already waiting out the
 	//     sticky window) is claimable by any worker at once.
-	// It returns the runs that became claimable (released claims and sticky ready runs). A
+	// It returns the runs that became claimable (released claims, marked Reclaimed, and sticky
+	// ready runs). A
 	// worker that holds nothing changes nothing. An empty workerID is refused (X_BAD_REQUEST).
 	WorkerRelease(ctx context.Context, workerID string, now time.Time) ([]Woken, error)
 }

@@ -31,7 +31,7 @@ func (s *Store) WorkerRelease(ctx context.Context, workerID string, now time.Tim
 			r.run.ReadyAt = now
 			r.run.UpdatedAt = now
 			s.setState(r, store.StateReady)
-			out = append(out, store.Woken{RunID: r.run.ID, Queue: r.run.Queue})
+			out = append(out, store.Woken{RunID: r.run.ID, Queue: r.run.Queue, Reclaimed: true})
 		case store.StateReady:
 			r.run.WorkerID = ""
 			out = append(out, store.Woken{RunID: r.run.ID, Queue: r.run.Queue})

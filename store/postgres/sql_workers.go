@@ -28,8 +28,8 @@ released AS (
 		updated_at = CASE WHEN held.state = 'running' THEN $2 ELSE r.updated_at END,
 		worker_id = ''
 	FROM held WHERE r.id = held.id AND r.worker_id = $1
-	RETURNING r.id, r.queue, r.state
+	RETURNING r.id, r.queue, r.state, held.state = 'running' AS reclaimed
 )
-SELECT w.id, w.queue FROM released w, LATERAL (SELECT pg_notify($3, w.queue)) n
+SELECT w.id, w.queue, w.reclaimed FROM released w, LATERAL (SELECT pg_notify($3, w.queue)) n
 WHERE w.state = 'ready'
 ORDER BY w.id`

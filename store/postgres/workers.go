@@ -22,7 +22,7 @@ func (s *Store) WorkerRelease(ctx context.Context, workerID string, now time.Tim
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Woken, error) {
 		var w store.Woken
-		err := row.Scan(&w.RunID, &w.Queue)
+		err := row.Scan(&w.RunID, &w.Queue, &w.Reclaimed)
 		return w, err
 	})
 	if err != nil {

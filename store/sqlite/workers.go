@@ -24,7 +24,7 @@ func (s *Store) WorkerRelease(ctx context.Context, workerID string, now time.Tim
 			return err
 		}
 		claims, err := collect(rows, func(rows *sql.Rows) (store.Woken, error) {
-			var w store.Woken
+			w := store.Woken{Reclaimed: true}
 			return w, rows.Scan(&w.RunID, &w.Queue)
 		})
 		if err != nil {

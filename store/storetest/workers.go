@@ -43,6 +43,11 @@ var workerTests = []test{
 			if x.Queue != get(t, s, x.RunID).Queue {
 				t.Errorf("released %s named queue %q", x.RunID, x.Queue)
 			}
+			// Only the claim was taken back from a running body (the engine counts it as a
+			// lease lost); the sticky run was waiting.
+			if want := x.RunID == claimed.ID; x.Reclaimed != want {
+				t.Errorf("released %s with Reclaimed %t, want %t", x.RunID, x.Reclaimed, want)
+			}
 		}
 
 		got := wantState(t, s, claimed.ID, store.StateReady)
