@@ -110,11 +110,13 @@ func (m *metrics) expired(ws []store.Woken) {
 }
 
 // reclaimed counts the claims a worker's release took back from running bodies (not its sticky
-// reservations) as leases lost.
-func (m *metrics) reclaimed(ws []store.Woken) {
+// reservations) as leases lost, and returns how many there were.
+func (m *metrics) reclaimed(ws []store.Woken) (n int) {
 	for _, w := range ws {
 		if w.Reclaimed {
 			m.leasesLost.WithLabelValues(w.Queue).Inc()
+			n++
 		}
 	}
+	return n
 }

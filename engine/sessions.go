@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -169,8 +170,13 @@ func (e *Engine) releaseWorker(ctx context.Context, workerID, why string) error 
 	}
 	// A claim taken back from a running body is a lease lost, as one that lapsed is: the body may
 	// run again elsewhere, and the worker that held it is gone (or stopped) and counts nothing.
-	e.metrics.reclaimed(woken)
-	e.log.Info("jobs.worker.released", "worker", workerID, "why", why, "runs", len(woken))
+	// So it is as loud as a lapsed lease (jobs.lease.expired): a warning.
+	reclaimed := e.metrics.reclaimed(woken)
+	level := slog.LevelInfo
+	if reclaimed > 0 {
+		level = slog.LevelWarn
+	}
+	e.log.Log(ctx, level, "jobs.worker.released", "worker", workerID, "why", why, "runs", len(woken), "reclaimed", reclaimed)
 	return nil
 }
 
