@@ -1,11 +1,8 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ultimat3/jobs"
@@ -14,23 +11,10 @@ import (
 	"github.com/ultimat3/jobs/store/memory"
 )
 
-// lockedBuffer is a log sink the engine's goroutines may write to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) lines(msg string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// linesOf returns the lines of logs that carry msg.
+func linesOf(logs *testenv.LogBuffer, msg string) []string {
 	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, "msg="+msg) {
 			out = append(out, l)
 		}
@@ -43,8 +27,8 @@ func (b *lockedBuffer) lines(msg string) []string {
 // info.
 func TestAReleaseThatTakesBackRunningClaimsWarns(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
-	env := testenv.Start(t, testenv.Options{Store: memory.New(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var logs testenv.LogBuffer
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Logger: logs.Logger()})
 	ctx := context.Background()
 	testenv.Declare(t, env.Engine, "host-a", testenv.Untyped("orphan", "orphans"))
 	if _, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "orphan", Queue: "orphans", Key: "o1", NoTenant: true}); err != nil {
@@ -59,7 +43,7 @@ func TestAReleaseThatTakesBackRunningClaimsWarns(t *testing.T) {
 	if err := env.Engine.WorkerStop(ctx, frontend.Session{WorkerID: "host-a"}); err != nil {
 		t.Fatal(err)
 	}
-	got := logs.lines("jobs.worker.released")
+	got := linesOf(&logs, "jobs.worker.released")
 	if len(got) != 2 {
 		t.Fatalf("release lines %q, want two", got)
 	}
