@@ -18,6 +18,7 @@ import (
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
@@ -147,11 +148,17 @@ func TestEngineMetrics(t *testing.T) {
 // A worker that is gone for certain (its session dropped, it stopped, or a process started again
 // under its id) has its claims released at once rather than when their leases lapse. Those runs
 // may run twice just the same, and the worker that held them counts nothing, so the engine counts
-// them as leases lost; the sticky reservations the release ends are not counted.
+// them as leases lost and its release line is a warning, as loud as a lapsed lease's; a release
+// that finds nothing running counts nothing and stays at info.
 func TestEngineCountsTheClaimsItReleasesAsLeasesLost(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{Token: "tok"})
-	env := b.env
+	var logs testenv.LogBuffer
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Logger: logs.Logger()})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Token: "tok", Logger: env.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := serveBundle(t, env, srv, "tok")
 	ctx := context.Background()
 	testenv.Declare(t, env.Engine, "host-a", testenv.Untyped("orphan", "orphans"))
 	for _, key := range []string{"o1", "o2"} {
@@ -179,6 +186,22 @@ func TestEngineCountsTheClaimsItReleasesAsLeasesLost(t *testing.T) {
 	}
 	if v, _ := value(scrape(t, b), series); v != 2 {
 		t.Fatalf("%s = %v after a release of nothing, want 2", series, v)
+	}
+
+	var released []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "msg=jobs.worker.released") {
+			released = append(released, l)
+		}
+	}
+	if len(released) != 2 {
+		t.Fatalf("release lines %q, want two", released)
+	}
+	if !strings.Contains(released[0], "level=WARN") || !strings.Contains(released[0], "why=start") || !strings.Contains(released[0], "reclaimed=2") {
+		t.Errorf("the release of two running claims logged %q, want a warning with reclaimed=2", released[0])
+	}
+	if !strings.Contains(released[1], "level=INFO") || !strings.Contains(released[1], "why=stop") || !strings.Contains(released[1], "reclaimed=0") {
+		t.Errorf("a release of nothing running logged %q, want info with reclaimed=0", released[1])
 	}
 }
 

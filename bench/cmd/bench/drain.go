@@ -26,7 +26,7 @@ func (h *harness) drain(ctx context.Context, keys []string) {
 		return
 	}
 	for _, d := range systems.DrainScenarios {
-		h.scenarioAt(ctx, d.Scenario, h.cfg.DrainJobs, d.Workers, with)
+		h.interleaved(ctx, []string{d.Scenario}, h.cfg.DrainJobs, d.Workers, with)
 	}
 }
 

@@ -459,16 +459,12 @@ func (h *harness) sqlite(ctx context.Context) {
 
 // scenario runs one scenario for every system, run by run.
 func (h *harness) scenario(ctx context.Context, scen string, n int, keys []string) {
-	h.scenarioAt(ctx, scen, n, h.cfg.Concurrency, keys)
+	h.interleaved(ctx, []string{scen}, n, h.cfg.Concurrency, keys)
 }
 
-// scenarioAt is scenario at a concurrency of its own (the drain's worker counts).
-func (h *harness) scenarioAt(ctx context.Context, scen string, n, concurrency int, keys []string) {
-	h.interleaved(ctx, []string{scen}, n, concurrency, keys)
-}
-
-// interleaved runs several scenarios that are read against one another (fair claiming against
-// oldest-first) run by run, as it runs the systems: run 1 of each, then run 2 of each, so that
+// interleaved runs scenarios for every system run by run, at a concurrency of its own (the
+// drain's worker counts). Scenarios read against one another (fair claiming against
+// oldest-first) go together: run 1 of each, then run 2 of each, as the systems alternate, so that
 // the machine's drift over the minutes falls on both sides of a ratio alike.
 func (h *harness) interleaved(ctx context.Context, scens []string, n, concurrency int, keys []string) {
 	for r := 1; r <= h.cfg.Runs; r++ {
