@@ -98,6 +98,39 @@ func blockingJob(gate <-chan struct{}, entered chan<- string) *jobs.Job[int, int
 		})
 }
 
+// A session dropped beside another attend under the same id releases nothing: anyone with a
+// worker credential can open an attend under a live worker's id and cut it, and that drop must
+// not hand back the claims of the worker still attending. The worker's own drop still does.
+func TestADropBesideALiveAttendReleasesNothing(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		gate, entered := make(chan struct{}), make(chan string, 1)
+		defer close(gate)
+		j := blockingJob(gate, entered)
+		env.Worker(worker.Config{ID: "host-a"}, j)
+		id := enqueue(t, env, j, 1)
+		<-entered
+		for deadline := time.Now().Add(10 * time.Second); !env.Engine.SessionLive("host-a"); {
+			if time.Now().After(deadline) {
+				t.Fatal("the worker's session is not live after 10s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		held, _ := env.Engine.GetRun(context.Background(), id)
+		// The forger's attend under host-a's id, cut at once.
+		env.Engine.SessionOpened("host-a")
+		env.Engine.SessionDropped("host-a")
+		env.Advance(2 * time.Second) // past the session grace (1s), well within the lease
+		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if run, _ := env.Engine.GetRun(context.Background(), id); run.State != store.StateRunning || run.WorkerID != "host-a" || run.Fence != held.Fence {
+				t.Fatalf("a drop beside the live attend moved the run to %s for %q at fence %d", run.State, run.WorkerID, run.Fence)
+			}
+		}
+		if !env.Engine.SessionLive("host-a") {
+			t.Fatal("the worker's own attend is no longer live after the forger's drop")
+		}
+	})
+}
+
 // A worker's clean stop hands back at once the claims that outlived its drain: the run is
 // claimable again without waiting out its lease, and without an attempt spent.
 func TestCleanStopReleasesClaimsAtOnce(t *testing.T) {

@@ -105,13 +105,19 @@ func (e *Engine) SessionOpened(workerID string) {
 }
 
 // SessionDropped records that a remote worker's session connection dropped without a clean
-// stop: unless the worker attends, starts or stops again within SessionGrace, what it held is
-// released.
+// stop: unless another attend under its id is still open, or the worker attends, starts or stops
+// again within SessionGrace, what it held is released.
 func (e *Engine) SessionDropped(workerID string) {
 	if checkWorker(workerID) != nil {
 		return
 	}
-	e.sessions.ended(workerID, false, e.clock.Now())
+	if e.sessions.ended(workerID, false, e.clock.Now()) > 0 {
+		// Another attend under the id is still open: the worker is alive. A drop is reported for
+		// whichever connection closed, and anyone with a worker credential can open (and close)
+		// an attend under any id, so a drop beside a live attend must not hand back the live
+		// worker's claims; when that attend drops too, its own drop releases them.
+		return
+	}
 	e.mu.Lock()
 	if !e.started {
 		e.mu.Unlock()

@@ -58,8 +58,8 @@ func (s *sessions) opened(workerID string) {
 }
 
 // ended records an attend under workerID ended: answered (the wait passed, the worker attends
-// again) or dropped.
-func (s *sessions) ended(workerID string, answered bool, now time.Time) {
+// again) or dropped. It returns how many attends under the id are still open.
+func (s *sessions) ended(workerID string, answered bool, now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.live(workerID)
@@ -74,6 +74,7 @@ func (s *sessions) ended(workerID string, answered bool, now time.Time) {
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+	return l.attending
 }
 
 // isLive reports whether a session under workerID is attended or was answered within the
