@@ -77,6 +77,7 @@ const (
 	// Child runs.
 	CodeChildFailed Code = "X_CHILD_FAILED"
 	CodeNotChild    Code = "X_NOT_CHILD"
+	CodeKeyTaken    Code = "X_IDEMPOTENCY_KEY_TAKEN"
 	// Trace and actor (actor.go).
 	CodeActorInvalid Code = "X_ACTOR_INVALID"
 	// Developer experience: what a CLI user or a second process runs into.
@@ -146,6 +147,7 @@ var codeTable = []CodeInfo{
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
+	{CodeKeyTaken, Terminal, "an enqueue's idempotency key is held by a live run of another tenant: keys are unique per job across tenants, and another tenant's run is never handed back as the caller's"},
 	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},
 	{CodeEngineUnreachable, Retryable, "the engine's API could not be reached (nothing listens at the address, or the connection failed)"},

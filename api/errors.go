@@ -48,6 +48,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobMaxAttempts:           http.StatusConflict,
 	jobs.CodeChildFailed:              http.StatusConflict,
 	jobs.CodeNotChild:                 http.StatusBadRequest,
+	jobs.CodeKeyTaken:                 http.StatusConflict,
 	jobs.CodeJobConcurrencyUnenforced: http.StatusConflict,
 	jobs.CodeBackfillApplied:          http.StatusConflict,
 	jobs.CodeBackfillEnvironment:      http.StatusConflict,

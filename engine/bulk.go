@@ -67,6 +67,10 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 	kick := false
 	var ready map[string]int // new runs ready now, by queue
 	for k, i := range idx {
+		if err := heldByAnotherTenant(ps[k], res[k]); err != nil {
+			out[i].Error = jobs.AsError(err)
+			continue
+		}
 		out[i] = jobs.EnqueueItem{RunID: res[k].Run.ID, Deduped: res[k].Deduped}
 		if !res[k].Deduped {
 			if ps[k].Timer != nil {

@@ -339,6 +339,9 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
+	if err := heldByAnotherTenant(p, res); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
 	if !res.Deduped {
 		if p.Timer != nil {
 			e.timers.Kick()
@@ -347,6 +350,18 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 		}
 	}
 	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil
+}
+
+// heldByAnotherTenant refuses an enqueue whose key a live run of another tenant holds. Keys are
+// unique per job across tenants (one live run per (job, key)), so the enqueue cannot create its
+// run, and it must not be handed the other tenant's run either: a tenant-scoped caller would learn
+// the id of a run it may not see, and a caller enqueuing for one tenant would take another
+// tenant's run for its own. The message names neither that run nor its tenant.
+func heldByAnotherTenant(p store.CreateRunParams, res store.CreateRunResult) error {
+	if !res.Deduped || (res.Run.Tenant == p.Run.Tenant && res.Run.NoTenant == p.Run.NoTenant) {
+		return nil
+	}
+	return jobs.Errorf(jobs.CodeKeyTaken, "enqueue of %q: the idempotency key %q is held by a live run of another tenant", p.Run.Job, p.Run.Key)
 }
 
 // PrepareRun validates an enqueue and builds the run it creates at now, with its RunStarted
