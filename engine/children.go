@@ -99,7 +99,7 @@ func (e *Engine) awaitChildMutation(m *store.Mutation, runID string, c frontend.
 	return nil
 }
 
-func childEventID(childID, tag string) string { return "child:" + childID + "/" + tag }
+func childEventID(childID, tag string) string { return history.ChildEventID(childID, tag) }
 
 // childFinished tells a finished run's parent, if it has one, how it finished: a parent waiting
 // for it wakes with the outcome. The event id names the child and its history's seq, so telling

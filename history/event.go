@@ -8,6 +8,7 @@ package history
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -100,6 +101,17 @@ type EventReceived struct {
 	EventID  string `msgpack:"event_id"`
 	Payload  []byte `msgpack:"payload"`
 }
+
+// ChildEventID is the id of the event that tells a parent how its child childID finished (the
+// engine's jobs.ChildEvent): tag names the telling (the child's history seq, or "row" for an
+// outcome read from the child's row), so telling twice is one event.
+func ChildEventID(childID, tag string) string { return childEventPrefix + childID + "/" + tag }
+
+// IsChildEventID reports whether id is a ChildEventID: the payload the event delivered is a
+// jobs.ChildOutcome.
+func IsChildEventID(id string) bool { return strings.HasPrefix(id, childEventPrefix) }
+
+const childEventPrefix = "child:"
 
 // EventWaitTimedOut records that a wait's timeout came first.
 type EventWaitTimedOut struct {

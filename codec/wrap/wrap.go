@@ -132,7 +132,7 @@ func (f *codecFrontend) openEvents(evs []history.Event) []history.Event {
 }
 
 // OpenEvent returns e with the payload it carries (a RunStarted's input, a step's output, a
-// received event's payload, a result) opened by set. An event with nothing to open is returned
+// received event's payload or the result inside a child's outcome, a result) opened by set. An event with nothing to open is returned
 // as is, byte for byte.
 func OpenEvent(e history.Event, set *codec.Set) history.Event {
 	p, err := e.Decode()
@@ -148,7 +148,7 @@ func OpenEvent(e history.Event, set *codec.Set) history.Event {
 		opened = openField(&x.Output, set)
 		p = x
 	case history.EventReceived:
-		opened = openField(&x.Payload, set)
+		opened = openField(&x.Payload, set) || openChildResult(&x, set)
 		p = x
 	case history.RunCompleted:
 		opened = openField(&x.Result, set)
@@ -160,6 +160,25 @@ func OpenEvent(e history.Event, set *codec.Set) history.Event {
 	out := history.New(e.At, p)
 	out.Seq = e.Seq
 	return out
+}
+
+// openChildResult opens the result inside a child's outcome. The child stored its result
+// encoded, and the engine, which holds no key, hands it to the parent inside the outcome it
+// encodes in the clear (jobs.ChildOutcome), so the envelope is one level down.
+func openChildResult(x *history.EventReceived, set *codec.Set) bool {
+	if !history.IsChildEventID(x.EventID) {
+		return false
+	}
+	var o jobs.ChildOutcome
+	if jobs.Decode(x.Payload, &o) != nil || !openField(&o.Result, set) {
+		return false
+	}
+	b, err := jobs.Encode(o)
+	if err != nil {
+		return false
+	}
+	x.Payload = b
+	return true
 }
 
 // openField opens *b in place when it is an envelope set can open.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,92 @@ func TestCodecMissingFailsLoudly(t *testing.T) {
 	if run.ErrorCode != string(jobs.CodeEncoding) || !strings.Contains(run.Error, "aesgcm/k1") {
 		t.Errorf("failed with %s %q, want X_ENCODING naming aesgcm/k1", run.ErrorCode, run.Error)
 	}
+}
+
+// A child run's result is stored encrypted, and the engine hands it to the parent inside the
+// outcome it records in the clear: the parent reads the plain result, whether it waited while
+// the child ran, found the child already finished, or replays the recorded outcome on another
+// worker.
+func TestChildResultThroughCodec(t *testing.T) {
+	t.Parallel()
+	child := jobs.MustDefine("sealed-child", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) { return "secret-" + s, nil })
+	waitsAtOnce := jobs.MustDefine("waits-at-once", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) {
+			v, err := child.Call(c, "c", s)
+			if err != nil {
+				return "", err
+			}
+			if err := jobs.Sleep(c, "nap", time.Hour); err != nil {
+				return "", err
+			}
+			return v, nil
+		}, jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+	waitsLater := jobs.MustDefine("waits-later", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) {
+			r, err := child.StartChild(c, "c", s)
+			if err != nil {
+				return "", err
+			}
+			if err := jobs.Sleep(c, "nap", time.Hour); err != nil {
+				return "", err
+			}
+			return r.Wait(c)
+		}, jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		set := aesSet(t, "k1", "k1")
+		w1 := env.Worker(worker.Config{ID: "w1", Frontend: wrap.Frontend(env.Engine, set)}, child, waitsAtOnce, waitsLater)
+		a, err := waitsAtOnce.Enqueue(ctx, wrap.Enqueuer(env.Engine, set), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := waitsLater.Enqueue(ctx, wrap.Enqueuer(env.Engine, set), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both parents asleep (a parent waiting for its child is suspended too: wait for the nap).
+		for _, id := range []string{a.RunID, b.RunID} {
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if evs := env.History(id); slices.ContainsFunc(evs, func(e history.Event) bool { return e.Kind == history.KindTimerStarted }) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("parent %s never slept", id)
+				}
+			}
+			env.Await(id, store.StateSuspended)
+		}
+		// Both children finish, their results sealed; then a new worker replays the parents.
+		var children []store.Run
+		for deadline := time.Now().Add(10 * time.Second); len(children) < 2; time.Sleep(5 * time.Millisecond) {
+			if children, err = env.Engine.ListRuns(ctx, store.ListParams{Job: "sealed-child", Limit: 10}); err != nil || time.Now().After(deadline) {
+				t.Fatalf("children: %v %v", children, err)
+			}
+		}
+		for _, r := range children {
+			run := env.Await(r.ID, store.StateCompleted)
+			if codecOf(run.Result) != "aesgcm/k1" {
+				t.Fatalf("child %s's result is stored under %q, want aesgcm/k1", r.ID, codecOf(run.Result))
+			}
+		}
+		if err := w1.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		env.Worker(worker.Config{ID: "w2", Frontend: wrap.Frontend(env.Engine, set)}, child, waitsAtOnce, waitsLater)
+		env.Advance(time.Hour)
+		for id, want := range map[string]string{a.RunID: "secret-a", b.RunID: "secret-b"} {
+			done := env.Await(id, store.StateCompleted, store.StateFailed)
+			if done.State != store.StateCompleted {
+				t.Fatalf("parent %s %s: %s %s", id, done.State, done.ErrorCode, done.Error)
+			}
+			plain, err := set.Open(done.Result)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := waitsAtOnce.Result(plain); err != nil || got != want {
+				t.Fatalf("parent %s's result %q, %v; want %q", id, got, err, want)
+			}
+		}
+	})
 }
