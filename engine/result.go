@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,9 @@ func ResultOf(r store.Run) RunResult {
 		if code == "" {
 			code = jobs.CodeJobMaxAttempts
 		}
-		out.Error = &jobs.Error{Code: code, Message: r.Error}
+		// The stored text is usually the attempt's error as its worker printed it, "CODE: …":
+		// the code is not said twice.
+		out.Error = &jobs.Error{Code: code, Message: strings.TrimPrefix(r.Error, string(code)+": ")}
 	case store.StateCancelled:
 		msg := "run " + r.ID + " was cancelled"
 		if r.StopReason != "" {
