@@ -31,6 +31,12 @@ type backend struct {
 	// published counts rows with published_at set (the SQL stores keep them); -1 when the
 	// store drops them.
 	published func(t *testing.T) int
+	// SQL stores only: table is the outbox's table, exec runs a statement on the application's database (no arguments),
+	// qualify names a table in the test's schema, and sqlStore opens the store on a table.
+	table    string
+	exec     func(t *testing.T, q string)
+	qualify  func(name string) string
+	sqlStore func(t *testing.T, table string) *SQLStore
 }
 
 func backends(t *testing.T) []backend {
@@ -66,6 +72,7 @@ func backends(t *testing.T) []backend {
 	out = append(out, backend{
 		name:   "sqlite",
 		outbox: lite,
+		table:  DefaultTable,
 		begin: func(t *testing.T) (Tx, func() error, func() error) {
 			tx, err := db.BeginTx(t.Context(), nil)
 			if err != nil {
@@ -76,6 +83,20 @@ func backends(t *testing.T) []backend {
 		engineStore: func(t *testing.T) store.Store { return testenv.OpenSQLite(t) },
 		published: func(t *testing.T) int {
 			return countSQL(t, db, "SELECT count(*) FROM jobs_outbox WHERE published_at IS NOT NULL")
+		},
+		exec: func(t *testing.T, q string) {
+			t.Helper()
+			if _, err := db.ExecContext(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		},
+		qualify: func(name string) string { return name },
+		sqlStore: func(t *testing.T, table string) *SQLStore {
+			s, err := NewSQLiteStore(db, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
 		},
 	})
 
@@ -99,6 +120,7 @@ func backends(t *testing.T) []backend {
 		out = append(out, backend{
 			name:   "postgres",
 			outbox: pg,
+			table:  table,
 			begin: func(t *testing.T) (Tx, func() error, func() error) {
 				tx, err := pool.Begin(t.Context())
 				if err != nil {
@@ -114,6 +136,20 @@ func backends(t *testing.T) []backend {
 					t.Fatal(err)
 				}
 				return n
+			},
+			exec: func(t *testing.T, q string) {
+				t.Helper()
+				if _, err := pool.Exec(t.Context(), q); err != nil {
+					t.Fatal(err)
+				}
+			},
+			qualify: func(name string) string { return schema + "." + name },
+			sqlStore: func(t *testing.T, table string) *SQLStore {
+				s, err := NewPostgresStore(pool, table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
 			},
 		})
 	}
@@ -140,10 +176,17 @@ func countSQL(t *testing.T, db *sql.DB, q string) int {
 
 // eachBackend runs f per backend with an engine over a store of the same kind.
 func eachBackend(t *testing.T, f func(t *testing.T, b backend, env *testenv.Env)) {
+	eachBackendWith(t, testenv.Options{}, f)
+}
+
+// eachBackendWith is eachBackend with the engine's options (its Store is the backend's).
+func eachBackendWith(t *testing.T, o testenv.Options, f func(t *testing.T, b backend, env *testenv.Env)) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			env := testenv.Start(t, testenv.Options{Store: b.engineStore(t)})
+			o := o
+			o.Store = b.engineStore(t)
+			env := testenv.Start(t, o)
 			f(t, b, env)
 		})
 	}
@@ -188,15 +231,20 @@ func newOutbox(t *testing.T, b backend, env *testenv.Env, mode Mode) *Outbox {
 
 // recorder is a Publisher that counts publishes per key and keeps their order.
 type recorder struct {
-	next jobs.Enqueuer
-	mu   sync.Mutex
-	keys []string
-	res  []jobs.EnqueueResult
-	fail map[string]int // key → publishes still to fail
+	next  jobs.Enqueuer
+	mu    sync.Mutex
+	keys  []string
+	res   []jobs.EnqueueResult
+	fail  map[string]int // key → publishes still to fail
+	tries map[string]int // key → publishes tried, failed or not
 }
 
 func (r *recorder) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
 	r.mu.Lock()
+	if r.tries == nil {
+		r.tries = map[string]int{}
+	}
+	r.tries[req.Key]++
 	if r.fail[req.Key] > 0 {
 		r.fail[req.Key]--
 		r.mu.Unlock()
@@ -211,6 +259,12 @@ func (r *recorder) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.E
 		r.mu.Unlock()
 	}
 	return res, err
+}
+
+func (r *recorder) tried(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tries[key]
 }
 
 func (r *recorder) published() []string {

@@ -13,7 +13,7 @@ import (
 // MemoryStore is an outbox Store in memory, for tests and development. Its transactions
 // (Begin) stage rows that become visible at Commit and vanish at Rollback. A published row is
 // dropped, so Backlog is the relay's backlog, not a running total; the SQL stores keep
-// published_at instead.
+// published_at instead. A failed row is kept, as in the SQL stores, until requeued or dropped.
 type MemoryStore struct {
 	mu   sync.Mutex
 	rows map[string]*Row
@@ -106,6 +106,9 @@ func (s *MemoryStore) Claim(_ context.Context, relay string, now time.Time, leas
 		if len(out) == limit {
 			break
 		}
+		if !r.FailedAt.IsZero() {
+			continue // set aside: out of line
+		}
 		if r.ClaimedBy != "" && r.ClaimedAt.After(lapse) {
 			break // held elsewhere: nothing behind it may overtake it
 		}
@@ -121,12 +124,24 @@ func (s *MemoryStore) MarkPublished(_ context.Context, relay string, ids []strin
 	defer s.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if r := s.rows[id]; r != nil && r.ClaimedBy == relay {
+		if r := s.rows[id]; r != nil && r.ClaimedBy == relay && r.FailedAt.IsZero() {
 			delete(s.rows, id)
 			n++
 		}
 	}
 	return n, nil
+}
+
+// MarkFailed implements Store.
+func (s *MemoryStore) MarkFailed(_ context.Context, relay, id string, code jobs.Code, message string, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rows[id]
+	if r == nil || r.ClaimedBy != relay || !r.FailedAt.IsZero() {
+		return false, nil
+	}
+	r.FailedAt, r.ErrorCode, r.ErrorMessage = now, code, message
+	return true, nil
 }
 
 // Release implements Store.
@@ -135,7 +150,7 @@ func (s *MemoryStore) Release(_ context.Context, relay string, ids []string) (in
 	defer s.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if r := s.rows[id]; r != nil && r.ClaimedBy == relay {
+		if r := s.rows[id]; r != nil && r.ClaimedBy == relay && r.FailedAt.IsZero() {
 			r.ClaimedBy, r.ClaimedAt = "", time.Time{}
 			n++
 		}
@@ -147,11 +162,66 @@ func (s *MemoryStore) Release(_ context.Context, relay string, ids []string) (in
 func (s *MemoryStore) Backlog(context.Context) (int, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	var oldest time.Time
 	for _, r := range s.rows {
+		if !r.FailedAt.IsZero() {
+			continue
+		}
+		n++
 		if oldest.IsZero() || r.StagedAt.Before(oldest) {
 			oldest = r.StagedAt
 		}
 	}
-	return len(s.rows), oldest, nil
+	return n, oldest, nil
+}
+
+// Failed implements Store.
+func (s *MemoryStore) Failed(_ context.Context, limit int) ([]Row, int, error) {
+	if limit < 0 {
+		return nil, 0, jobs.Errorf(jobs.CodeBadRequest, "outbox failed rows: limit %d", limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Row
+	total := 0
+	for _, r := range s.ordered() {
+		if r.FailedAt.IsZero() {
+			continue
+		}
+		total++
+		if len(out) < limit {
+			out = append(out, *r)
+		}
+	}
+	return out, total, nil
+}
+
+// Requeue implements Store.
+func (s *MemoryStore) Requeue(_ context.Context, ids []string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if r := s.rows[id]; r != nil && !r.FailedAt.IsZero() {
+			r.FailedAt, r.ErrorCode, r.ErrorMessage = time.Time{}, "", ""
+			r.ClaimedBy, r.ClaimedAt = "", time.Time{}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Drop implements Store.
+func (s *MemoryStore) Drop(_ context.Context, ids []string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if r := s.rows[id]; r != nil && !r.FailedAt.IsZero() {
+			delete(s.rows, id)
+			n++
+		}
+	}
+	return n, nil
 }

@@ -14,7 +14,9 @@
 //
 // Rows are published in (staged_at, id) order and the engine creates at most one run per row
 // (the row's id is the enqueue's dedupe id), so a relay that crashes between publishing a row and
-// marking it published republishes it harmlessly, even after the first run finished.
+// marking it published republishes it harmlessly, even after the first run finished. A row the
+// engine refuses for good (a terminal code) is set aside as failed rather than stop the rows
+// behind it: Store.Failed lists such rows, Store.Requeue and Store.Drop act on them.
 package outbox
 
 import (
@@ -50,6 +52,11 @@ type Config struct {
 	// api.Client. Nil makes every such enqueue X_OUTBOX_NO_TX, as Required does.
 	Direct jobs.Enqueuer
 	Mode   Mode
+	// MaxPayload, when positive, refuses at staging an encoded input over it with
+	// X_PAYLOAD_TOO_LARGE, where the caller can still be told. Set it to the engine's MaxPayload
+	// (1 MiB by default). 0 checks nothing here: the engine refuses such an input at publish, and
+	// the relay sets its row aside as failed. Negative is refused with X_INVARIANT.
+	MaxPayload int
 	// Clock stamps staged_at. Defaults to the wall clock.
 	Clock clock.Clock
 }
@@ -72,6 +79,9 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	if cfg.Mode != Fallback && cfg.Mode != Required {
 		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: unknown mode %d", cfg.Mode)
+	}
+	if cfg.MaxPayload < 0 {
+		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: MaxPayload must not be negative, got %d", cfg.MaxPayload)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -107,9 +117,12 @@ func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (j
 		return o.cfg.Direct.Enqueue(ctx, req)
 	}
 	// Refuse a bad request now, in the caller's transaction, where the caller can still be
-	// told; a row the engine refuses later would stop the relay behind it.
+	// told; a row the engine refuses later is set aside as failed, for an operator to handle.
 	if err := req.Validate(); err != nil {
 		return jobs.EnqueueResult{}, err
+	}
+	if o.cfg.MaxPayload > 0 && len(req.Input) > o.cfg.MaxPayload {
+		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodePayloadTooLarge, "enqueue of %q: input is %d bytes, the outbox's limit is %d", req.Job, len(req.Input), o.cfg.MaxPayload)
 	}
 	if req.DedupeID != "" {
 		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeBadRequest, "enqueue of %q: the outbox names the dedupe id itself", req.Job)

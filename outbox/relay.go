@@ -2,7 +2,9 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,13 +43,25 @@ type RelayConfig struct {
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	// Registerer receives the relay's metrics (jobs_outbox_backlog,
-	// jobs_outbox_oldest_staged_seconds, jobs_outbox_published_total). Nil registers nothing.
+	// jobs_outbox_oldest_staged_seconds, jobs_outbox_published_total, jobs_outbox_failed,
+	// jobs_outbox_failed_total). Nil registers nothing.
 	Registerer prometheus.Registerer
 }
 
 // Relay publishes staged rows to the engine: claim a batch, publish each row in order, then mark
 // the published ones. A publish that fails stops the batch (no later row overtakes it) and the
 // rest of the batch is released at once, so a blip costs one interval, not a lease.
+//
+// A publish the engine refuses for good is not a blip: retrying it would stop every row behind it
+// forever. A refusal whose code is Terminal (jobs.ClassOf: an input over the engine's
+// MaxPayload, X_FLOW_KEY, X_JOB_UNDECLARED, ...) sets the row aside instead: it is marked failed
+// in the store with the code, the message and the time, logged at error level as
+// jobs.outbox.row-failed and counted, and the rest of the batch goes on. A failed row is never
+// published again by itself; an operator lists it (Store.Failed) and requeues it, once its cause
+// is fixed, or drops it. The terminal codes that say the relay's own wiring is wrong rather than
+// the row (X_UNAUTHORIZED, X_FORBIDDEN, X_ROUTE_NOT_FOUND, X_METHOD_NOT_ALLOWED,
+// X_DRIVER_UNAVAILABLE, X_STORE_LOCKED, X_INVARIANT) stop the batch like any other failure: set
+// aside, every row would fail alike.
 type Relay struct {
 	cfg     RelayConfig
 	metrics *relayMetrics
@@ -153,11 +167,11 @@ func (r *Relay) loop(stop, done chan struct{}) {
 			return
 		default:
 		}
-		n, err := r.Pass(ctx)
+		_, claimed, err := r.pass(ctx)
 		if err != nil {
 			r.cfg.Logger.Warn("jobs.outbox.tick-failed", "relay", r.cfg.ID, "err", err)
 		}
-		if err == nil && n == r.cfg.Batch {
+		if err == nil && claimed == r.cfg.Batch {
 			continue // a full batch: there is probably more
 		}
 		t := r.cfg.Clock.NewTimer(r.cfg.Interval)
@@ -171,19 +185,30 @@ func (r *Relay) loop(stop, done chan struct{}) {
 }
 
 // Pass runs one claim-publish-mark round and returns how many rows it published. Start's loop
-// calls it; a test or a one-shot command may call it directly.
+// calls it; a test or a one-shot command may call it directly. A row set aside as failed is not
+// counted, and is no error of the pass.
 func (r *Relay) Pass(ctx context.Context) (int, error) {
+	n, _, err := r.pass(ctx)
+	return n, err
+}
+
+// pass is Pass, also returning how many rows it claimed.
+func (r *Relay) pass(ctx context.Context) (int, int, error) {
 	now := r.cfg.Clock.Now()
 	rows, err := r.cfg.Store.Claim(ctx, r.cfg.ID, now, r.cfg.Lease, r.cfg.Batch)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var published []string
 	var pubErr error
 	for i, row := range rows {
-		req := row.Request
-		req.DedupeID = DedupeID(row.ID)
-		if _, err := r.cfg.Publisher.Enqueue(ctx, req); err != nil {
+		err := r.publish(ctx, row)
+		if err != nil && setsAside(err) {
+			if err = r.setAside(ctx, row, err); err == nil {
+				continue // the rows behind it go on
+			}
+		}
+		if err != nil {
 			// Stop here: the rows behind this one must not overtake it. Hand them back at
 			// once, so the next pass (ours or another relay's) retries from this row.
 			pubErr = jobs.Wrap(jobs.CodeOf(err), err, "outbox relay %s: publish row %s (%s)", r.cfg.ID, row.ID, row.Request.Job)
@@ -198,19 +223,88 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 		}
 		published = append(published, row.ID)
 		if r.afterPublish != nil && !r.afterPublish(i) {
-			return len(published), nil
+			return len(published), len(rows), nil
 		}
 	}
 	if len(published) > 0 {
 		// Publish, THEN mark: a crash between the two republishes these rows, and the engine
 		// dedupes them by the row id, even if their runs already finished.
 		if _, err := r.cfg.Store.MarkPublished(ctx, r.cfg.ID, published, r.cfg.Clock.Now()); err != nil {
-			return len(published), err
+			return len(published), len(rows), err
 		}
 		r.metrics.published.Add(float64(len(published)))
 	}
 	r.observe(ctx, len(rows) < r.cfg.Batch)
-	return len(published), pubErr
+	return len(published), len(rows), pubErr
+}
+
+// publish enqueues row on the engine under its dedupe id. A row the claim could not read back
+// carries its error instead (X_ENCODING): it is refused here, never sent.
+func (r *Relay) publish(ctx context.Context, row Row) error {
+	if row.ErrorCode != "" {
+		return jobs.Errorf(row.ErrorCode, "%s", row.ErrorMessage)
+	}
+	req := row.Request
+	req.DedupeID = DedupeID(row.ID)
+	_, err := r.cfg.Publisher.Enqueue(ctx, req)
+	return err
+}
+
+// wiringCodes are the terminal codes that name what is wrong with the relay's own wiring (its
+// credential, the client's address, the engine's store), a bug, or the fleet's state, not with
+// the row: every row would be refused alike, or the refusal ends by itself, so they stop the
+// batch and are retried, as a transient failure is. A job or queue no worker declares yet is
+// the fleet's state: a producer deployed before the workers that host its new job, which a
+// rolling deploy brings; setting its rows aside would make every such deploy an operator's
+// requeue.
+var wiringCodes = map[jobs.Code]bool{
+	jobs.CodeJobUndeclared:     true,
+	jobs.CodeQueueUndeclared:   true,
+	jobs.CodeUnauthorized:      true,
+	jobs.CodeForbidden:         true,
+	jobs.CodeRouteNotFound:     true,
+	jobs.CodeMethodNotAllowed:  true,
+	jobs.CodeDriverUnavailable: true,
+	jobs.CodeStoreLocked:       true,
+	jobs.CodeInvariant:         true,
+}
+
+// setsAside reports whether a publish's refusal is the engine's last word on the row: a Terminal
+// code that is not about the relay's wiring. Retryable, retry-after and unclassified codes (a
+// plain error has none) are transient: X_STORE_UNAVAILABLE, X_ENGINE_UNREACHABLE, X_DRAINING,
+// X_COMMIT_UNKNOWN, a cancelled context.
+func setsAside(err error) bool {
+	c := jobs.CodeOf(err)
+	return c != "" && jobs.ClassOf(c) == jobs.Terminal && !wiringCodes[c]
+}
+
+// maxErrorMessage bounds the refusal's message kept on a failed row.
+const maxErrorMessage = 2048
+
+// setAside marks row failed with the refusal, logs and counts it. It returns nil once the row is
+// set aside, else why not (the store failed, or the row's claim lapsed to another relay, which
+// now decides): then the batch stops there as after a transient failure.
+func (r *Relay) setAside(ctx context.Context, row Row, refusal error) error {
+	code := jobs.CodeOf(refusal)
+	msg := refusal.Error()
+	var je *jobs.Error
+	if errors.As(refusal, &je) && je.Message != "" {
+		msg = je.Message
+	}
+	if len(msg) > maxErrorMessage {
+		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "…"
+	}
+	held, err := r.cfg.Store.MarkFailed(ctx, r.cfg.ID, row.ID, code, msg, r.cfg.Clock.Now())
+	if err != nil {
+		return jobs.Wrap(jobs.CodeOf(err), err, "set aside (refused with %s: %s)", code, msg)
+	}
+	if !held {
+		return jobs.Wrap(code, refusal, "not set aside: the row's claim lapsed and another relay holds it")
+	}
+	r.cfg.Logger.Error("jobs.outbox.row-failed", "relay", r.cfg.ID, "row", row.ID, "job", row.Request.Job,
+		"code", code, "err", msg)
+	r.metrics.failedTotal.Inc()
+	return nil
 }
 
 // observe refreshes the backlog metrics: after a pass that drained the backlog (the loop waits
@@ -230,12 +324,17 @@ func (r *Relay) observe(ctx context.Context, idle bool) {
 		age = max(now.Sub(oldest).Seconds(), 0)
 	}
 	r.metrics.oldest.Set(age)
+	if _, failed, err := r.cfg.Store.Failed(ctx, 0); err == nil {
+		r.metrics.failed.Set(float64(failed))
+	}
 }
 
 type relayMetrics struct {
-	backlog   prometheus.Gauge
-	oldest    prometheus.Gauge
-	published prometheus.Counter
+	backlog     prometheus.Gauge
+	oldest      prometheus.Gauge
+	published   prometheus.Counter
+	failed      prometheus.Gauge
+	failedTotal prometheus.Counter
 
 	mu   sync.Mutex
 	last time.Time
@@ -249,9 +348,13 @@ func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
 			Help: "Age of the oldest unpublished outbox row; 0 when none."}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_outbox_published_total",
 			Help: "Outbox rows this relay published and marked."}),
+		failed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "jobs_outbox_failed",
+			Help: "Outbox rows set aside as failed (refused by the engine for good), waiting for an operator to requeue or drop them."}),
+		failedTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_outbox_failed_total",
+			Help: "Outbox rows this relay set aside as failed: the engine refused their publish with a terminal code."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.published} {
+		for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.published, m.failed, m.failedTotal} {
 			if err := reg.Register(c); err != nil {
 				return m, jobs.Wrap(jobs.CodeInvariant, err, "outbox relay: register metrics")
 			}
@@ -270,8 +373,12 @@ func (m *relayMetrics) due(now time.Time, idle bool) bool {
 	return true
 }
 
-// Backlog returns the last observed backlog metrics: unpublished rows and the oldest one's age in
-// seconds (for tests and health checks).
+// Backlog returns the last observed backlog metrics: rows in line (failed rows are not) and the
+// oldest one's age in seconds (for tests and health checks).
 func (r *Relay) Backlog() (rows, oldestSeconds float64) {
 	return readGauge(r.metrics.backlog), readGauge(r.metrics.oldest)
 }
+
+// FailedRows returns the last observed count of failed rows, set aside by any relay and not yet
+// requeued or dropped (for tests and health checks).
+func (r *Relay) FailedRows() float64 { return readGauge(r.metrics.failed) }

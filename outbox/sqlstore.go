@@ -66,22 +66,34 @@ func newSQLStore(d dialect, db conn, table string) (*SQLStore, error) {
 func render(d dialect, table string) dialect {
 	index := table[strings.LastIndexByte(table, '.')+1:]
 	r := strings.NewReplacer("{T}", table, "{I}", index)
-	for _, p := range []*string{&d.ddl, &d.stage, &d.claim, &d.markPublished, &d.release, &d.backlog, &d.prune} {
+	for _, p := range []*string{&d.ddl, &d.addColumn, &d.stage, &d.claim, &d.markPublished, &d.markFailed,
+		&d.release, &d.backlog, &d.failed, &d.failedCount, &d.requeue, &d.drop, &d.prune} {
 		*p = r.Replace(*p)
 	}
 	return d
 }
 
 // PostgresDDL is the outbox table's DDL for Postgres, for an application that applies its schema
-// with its own migrations. It is idempotent (IF NOT EXISTS).
+// with its own migrations. It is idempotent (IF NOT EXISTS), and it also adds, to a table an
+// earlier version created, the columns added since (failed_at, error_code, error_message):
+// re-apply it on upgrade.
 func PostgresDDL(table string) string {
 	if table == "" {
 		table = DefaultTable
 	}
-	return render(pgDialect, table).ddl
+	d := render(pgDialect, table)
+	ddl := d.ddl
+	for _, c := range d.added {
+		ddl += "\n" + d.addColumn + c + ";"
+	}
+	return ddl
 }
 
-// SQLiteDDL is the outbox table's DDL for SQLite; see PostgresDDL.
+// SQLiteDDL is the outbox table's DDL for SQLite; see PostgresDDL. SQLite has no ADD COLUMN IF
+// NOT EXISTS, so a table an earlier version created is upgraded by Migrate, or by the
+// application's own migration running, once: ALTER TABLE <table> ADD COLUMN failed_at INTEGER;
+// ALTER TABLE <table> ADD COLUMN error_code TEXT; ALTER TABLE <table> ADD COLUMN error_message
+// TEXT.
 func SQLiteDDL(table string) string {
 	if table == "" {
 		table = DefaultTable
@@ -89,7 +101,8 @@ func SQLiteDDL(table string) string {
 	return render(sqliteDialect, table).ddl
 }
 
-// Migrate creates the outbox table if it is missing.
+// Migrate creates the outbox table if it is missing, and adds the columns a table an earlier
+// version created lacks. It may run at every start: a table that is up to date is only read.
 func (s *SQLStore) Migrate(ctx context.Context) error {
 	for _, stmt := range strings.Split(s.sql.ddl, ";") {
 		if strings.TrimSpace(stmt) == "" {
@@ -98,6 +111,33 @@ func (s *SQLStore) Migrate(ctx context.Context) error {
 		if _, err := s.db.exec(ctx, stmt); err != nil {
 			return s.failed("migrate", err)
 		}
+	}
+	for _, c := range s.sql.added {
+		if err := s.addColumn(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addColumn adds the column def ("name type") unless the table has it. It looks first, so an
+// up-to-date table takes no ALTER's lock, and it looks again after an ALTER that failed: another
+// process migrating at the same time may have added it.
+func (s *SQLStore) addColumn(ctx context.Context, def string) error {
+	name, _, _ := strings.Cut(def, " ")
+	has := func() bool {
+		rows, err := s.db.query(ctx, "SELECT "+name+" FROM "+s.table+" WHERE 1 = 0")
+		if err != nil {
+			return false
+		}
+		rows.Close()
+		return rows.Err() == nil
+	}
+	if has() {
+		return nil
+	}
+	if _, err := s.db.exec(ctx, s.sql.addColumn+def); err != nil && !has() {
+		return s.failed("migrate: add column "+name, err)
 	}
 	return nil
 }
@@ -139,14 +179,19 @@ func (s *SQLStore) Claim(ctx context.Context, relay string, now time.Time, lease
 	var out []Row
 	for rows.Next() {
 		r := Row{ClaimedBy: relay, ClaimedAt: now}
+		var job string
 		var req []byte
 		var staged any
-		if err := rows.Scan(&r.ID, &req, &staged); err != nil {
+		if err := rows.Scan(&r.ID, &job, &req, &staged); err != nil {
 			return nil, s.failed("claim", err)
 		}
 		r.StagedAt = s.scanTime(staged)
 		if err := msgpack.Unmarshal(req, &r.Request); err != nil {
-			return nil, jobs.Wrap(jobs.CodeEncoding, err, "outbox row %s", r.ID)
+			// Unreadable, and unreadable on every claim: the relay sets it aside rather than
+			// fail every pass on it.
+			r.Request = jobs.EnqueueRequest{Job: job}
+			r.ErrorCode = jobs.CodeEncoding
+			r.ErrorMessage = "outbox row " + r.ID + ": decode the staged enqueue: " + err.Error()
 		}
 		out = append(out, r)
 	}
@@ -173,6 +218,15 @@ func (s *SQLStore) MarkPublished(ctx context.Context, relay string, ids []string
 		return 0, s.failed("mark published", err)
 	}
 	return int(n), nil
+}
+
+// MarkFailed implements Store.
+func (s *SQLStore) MarkFailed(ctx context.Context, relay, id string, code jobs.Code, message string, now time.Time) (bool, error) {
+	n, err := s.db.exec(ctx, s.sql.markFailed, relay, id, s.timeArg(now), string(code), message)
+	if err != nil {
+		return false, s.failed("mark failed", err)
+	}
+	return n > 0, nil
 }
 
 // Release implements Store.
@@ -207,6 +261,78 @@ func (s *SQLStore) Backlog(ctx context.Context) (int, time.Time, error) {
 	return int(n), s.scanTime(oldest), nil
 }
 
+// Failed implements Store.
+func (s *SQLStore) Failed(ctx context.Context, limit int) ([]Row, int, error) {
+	if limit < 0 {
+		return nil, 0, jobs.Errorf(jobs.CodeBadRequest, "outbox failed rows: limit %d", limit)
+	}
+	var total int64
+	rows, err := s.db.query(ctx, s.sql.failedCount)
+	if err != nil {
+		return nil, 0, s.failed("failed rows", err)
+	}
+	if rows.Next() {
+		err = rows.Scan(&total)
+	}
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil || total == 0 || limit == 0 {
+		return nil, int(total), s.failedOrNil("failed rows", err)
+	}
+	if rows, err = s.db.query(ctx, s.sql.failed, limit); err != nil {
+		return nil, 0, s.failed("failed rows", err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		var job string
+		var req []byte
+		var by, code, msg *string
+		var staged, claimed, failed any
+		if err := rows.Scan(&r.ID, &job, &req, &staged, &by, &claimed, &failed, &code, &msg); err != nil {
+			return nil, 0, s.failed("failed rows", err)
+		}
+		r.StagedAt, r.ClaimedAt, r.FailedAt = s.scanTime(staged), s.scanTime(claimed), s.scanTime(failed)
+		r.ClaimedBy, r.ErrorCode, r.ErrorMessage = deref(by), jobs.Code(deref(code)), deref(msg)
+		if msgpack.Unmarshal(req, &r.Request) != nil {
+			// Set aside because it could not be decoded: listed all the same, by its job.
+			r.Request = jobs.EnqueueRequest{Job: job}
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, s.failed("failed rows", err)
+	}
+	return out, max(int(total), len(out)), nil
+}
+
+// Requeue implements Store.
+func (s *SQLStore) Requeue(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx, s.sql.requeue, s.idsArg(ids))
+	if err != nil {
+		return 0, s.failed("requeue", err)
+	}
+	return int(n), nil
+}
+
+// Drop implements Store.
+func (s *SQLStore) Drop(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx, s.sql.drop, s.idsArg(ids))
+	if err != nil {
+		return 0, s.failed("drop", err)
+	}
+	return int(n), nil
+}
+
 // Prune deletes rows published before before; it returns how many.
 func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	n, err := s.db.exec(ctx, s.sql.prune, s.timeArg(before))
@@ -239,6 +365,20 @@ func (s *SQLStore) idsArg(ids []string) any {
 		return string(b)
 	}
 	return ids
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *SQLStore) failedOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.failed(op, err)
 }
 
 func (s *SQLStore) failed(op string, err error) error {
