@@ -49,9 +49,23 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 	return v, nil
 }
 
+// WakeHorizon bounds how far ahead of now the engine accepts a time at which it is to wake a run:
+// a sleep's wake-up, a wait's timeout, a failed attempt's retry. A later one is refused with
+// X_BAD_REQUEST, a terminal code. A retry that a policy or an error's RetryAfter puts later is
+// clamped to it instead (RetryPolicy.Decide).
+const WakeHorizon = 100 * 365 * 24 * time.Hour
+
+// WakeSkew bounds how far behind now the engine accepts such a time: a worker's clock may lag
+// the engine's by as much, and a time already past simply fires at once.
+const WakeSkew = 24 * time.Hour
+
 // Sleep suspends the run for d, measured from when the run first reached this call. A suspended
 // run holds no worker: it is woken by the timer service, on any worker. Suspension is control
 // flow, never a failure, and spends no attempt.
+//
+// A sleep of d <= 0 is already due: it is recorded as waking now, and the timer service wakes
+// the run at once. A d beyond WakeHorizon (100 years) is refused with X_BAD_REQUEST, which fails
+// the run terminally.
 //
 // name is the sleep's identity in the history, like a step's: it must be unique in the run and
 // stable across deploys. Keep it independent of d ("grace-period", not "sleep-72h"), so a deploy
@@ -83,13 +97,20 @@ type Match map[string]any
 // matches, whichever run it was published for: a second run waiting on the same name and fields
 // takes an event the first run also took, while it is in the window. WithLookback narrows that to
 // events since the run started (LookbackSinceRunStart) or to none at all (LookbackNone).
+//
+// A timeout that is not positive, or beyond WakeHorizon (100 years), or a nil option, is refused
+// with X_BAD_REQUEST, which fails the run terminally.
 func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.Duration, opts ...WaitOption) (payload T, received bool, err error) {
 	var zero T
 	if timeout <= 0 {
 		return zero, false, Errorf(CodeBadRequest, "wait %q: timeout must be positive, got %s", name, timeout)
 	}
 	var o WaitOptions
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			// Refused like Define refuses a nil Option, rather than a panic of the body.
+			return zero, false, Errorf(CodeBadRequest, "wait %q: option %d is nil", name, i)
+		}
 		opt(&o)
 	}
 	if !o.Lookback.Valid() {

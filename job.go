@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -356,10 +357,14 @@ type Registry struct {
 	extra map[[2]string]Declaration
 }
 
-// NewRegistry returns a registry holding defs; a name registered twice is refused.
+// NewRegistry returns a registry holding defs; a name registered twice, or a nil definition, is
+// refused with X_JOB_DEFINITION.
 func NewRegistry(defs ...Definition) (*Registry, error) {
 	r := &Registry{defs: map[string]Definition{}}
-	for _, d := range defs {
+	for i, d := range defs {
+		if nilDefinition(d) {
+			return nil, Errorf(CodeJobDefinition, "job definition %d is nil", i)
+		}
 		if err := r.Register(d); err != nil {
 			return nil, err
 		}
@@ -367,8 +372,12 @@ func NewRegistry(defs ...Definition) (*Registry, error) {
 	return r, nil
 }
 
-// Register adds a definition.
+// Register adds a definition. A nil one (a nil interface, or a nil *Job: a Define whose error
+// was dropped) is refused with X_JOB_DEFINITION, as Define refuses a nil option.
 func (r *Registry) Register(d Definition) error {
+	if nilDefinition(d) {
+		return Errorf(CodeJobDefinition, "a job definition is nil")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.defs[d.Name()]; dup {
@@ -376,6 +385,16 @@ func (r *Registry) Register(d Definition) error {
 	}
 	r.defs[d.Name()] = d
 	return nil
+}
+
+// nilDefinition reports whether d is nil, or a nil pointer in a Definition (whose Name would
+// panic).
+func nilDefinition(d Definition) bool {
+	if d == nil {
+		return true
+	}
+	v := reflect.ValueOf(d)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Get returns the definition of a job name.

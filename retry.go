@@ -64,7 +64,8 @@ func (p RetryPolicy) validate() error {
 	return nil
 }
 
-// DelayAfter returns the wait after the given failed attempt (1-based), without jitter.
+// DelayAfter returns the wait after the given failed attempt (1-based), without jitter. It is
+// never more than WakeHorizon (less a day), the longest wait the engine can hold.
 func (p RetryPolicy) DelayAfter(attempt int) time.Duration {
 	p = p.withDefaults()
 	d := p.Delay
@@ -82,8 +83,17 @@ func (p RetryPolicy) DelayAfter(attempt int) time.Duration {
 	if p.MaxDelay > 0 && d > p.MaxDelay {
 		d = p.MaxDelay
 	}
-	return d
+	return min(d, maxRetryIn)
 }
+
+// maxRetryIn is the longest wait before a retry: WakeHorizon, less a day. A Delay, a MaxDelay
+// or an error's RetryAfter may name more, and the engine would refuse a retry time past its
+// bound with X_BAD_REQUEST: the worker could not record the failure, the lease would lapse and
+// the engine hand the attempt back unspent, over and over. Clamped, the run waits, delayed,
+// for what is "never" in practice, and the attempt is counted. The day's margin is for the
+// worker's clock, to which the wait is added, running ahead of the engine's, against which the
+// retry time is checked (the engine lets a worker's clock lag its own by as much).
+const maxRetryIn = WakeHorizon - WakeSkew
 
 // maxSchedule bounds what Schedule lists: a policy of math.MaxInt attempts is legal, and
 // listing its waits is not.
@@ -133,7 +143,8 @@ func (p RetryPolicy) String() string {
 type Decision struct {
 	// Stop is "" when the run is retried, else "terminal" or "attempts-exhausted".
 	Stop string
-	// RetryIn is the wait before the next attempt, when Stop is "".
+	// RetryIn is the wait before the next attempt, when Stop is "". It is never more than
+	// WakeHorizon (less a day), whatever the policy or the error's RetryAfter names.
 	RetryIn time.Duration
 	// Class is the failing code's retry class.
 	Class RetryClass
@@ -161,7 +172,7 @@ func (p RetryPolicy) Decide(attempt int, err error) Decision {
 			if p.MaxDelay > 0 && wait > p.MaxDelay {
 				wait = p.MaxDelay
 			}
-			return Decision{RetryIn: wait, Class: class}
+			return Decision{RetryIn: min(wait, maxRetryIn), Class: class}
 		}
 	}
 	if p.Jitter && wait > 1 {

@@ -15,12 +15,8 @@ import (
 // Bounds of what a worker's command may ask. A worker computes these values from its own clock
 // and code; the engine still refuses what no honest worker sends, because it stores them and
 // acts on them (a timer in year 9999 never fires; one in year 1 fires at once, forever first).
+// A wake-up, timeout or retry time lies within [now - jobs.WakeSkew, now + jobs.WakeHorizon].
 const (
-	// wakeSkew is how far in the past a wake-up, timeout or retry time may lie: a worker's clock
-	// may lag the engine's, and a time already past simply fires at once.
-	wakeSkew = 24 * time.Hour
-	// wakeHorizon is how far in the future it may lie.
-	wakeHorizon = 100 * 365 * 24 * time.Hour
 	// maxMatchPairs bounds a wait's match: every pair is an index entry in the store.
 	maxMatchPairs = 64
 	// maxErrorText bounds the error text an attempt's failure stores; the rest is cut, never
@@ -36,8 +32,8 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		return jobs.Errorf(jobs.CodeBadRequest, "run %s: command %d (%s): "+format, append([]any{runID, i, c.Kind}, args...)...)
 	}
 	inBounds := func(field string, t time.Time) error {
-		if t.Before(now.Add(-wakeSkew)) || t.After(now.Add(wakeHorizon)) {
-			return bad("%s %s is outside [now - %s, now + 100 years]", field, t.UTC().Format(time.RFC3339), wakeSkew)
+		if t.Before(now.Add(-jobs.WakeSkew)) || t.After(now.Add(jobs.WakeHorizon)) {
+			return bad("%s %s is outside [now - %s, now + 100 years]", field, t.UTC().Format(time.RFC3339), jobs.WakeSkew)
 		}
 		return nil
 	}

@@ -495,8 +495,9 @@ func (e *Execution) runStep(c context.Context, name string, fn func(context.Cont
 	ctx, cancel := context.WithCancelCause(c)
 	defer cancel(nil)
 	type result struct {
-		out []byte
-		err error
+		out      []byte
+		err      error
+		panicked *stepPanic
 	}
 	// The ceiling runs from before fn starts, never from whenever this goroutine is scheduled
 	// after it.
@@ -504,11 +505,26 @@ func (e *Execution) runStep(c context.Context, name string, fn func(context.Cont
 	defer timer.Stop()
 	done := make(chan result, 1)
 	go func() {
-		out, err := fn(ctx)
-		done <- result{out, err}
+		var r result
+		returned := false
+		defer func() {
+			if !returned {
+				// fn panicked (or called runtime.Goexit) on this goroutine, where nothing would
+				// recover it and the whole process would die: carry it to the goroutine that
+				// waits for the step, which panics with it there, as a step run in line does.
+				// Past the deadline nobody waits, and the buffered send drops it.
+				r.panicked = recovered(name, recover())
+			}
+			done <- r
+		}()
+		r.out, r.err = fn(ctx)
+		returned = true
 	}()
 	select {
 	case r := <-done:
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
 		return r.out, r.err
 	case <-timer.C():
 		err := jobs.Errorf(jobs.CodeStepTimeout, "step %q passed its stepTimeout of %s", name, d)
@@ -521,7 +537,11 @@ func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 	e := (*Execution)(r)
 	idx := e.begin(kindSleep, name, "")
 	if idx < 0 {
-		wake := e.cfg.Clock.Now().Add(d)
+		// A sleep of d <= 0 is already due: it wakes now, not at now + d. Below -24h, now + d
+		// lies before the earliest wake time the engine accepts (it allows that much for a
+		// worker's clock lagging its own), and the refusal, X_BAD_REQUEST, would fail the run
+		// terminally where a sleep of -1s wakes at once.
+		wake := e.cfg.Clock.Now().Add(max(d, 0))
 		e.spanEvent("jobs.sleep", AttrCall.String(name), attribute.String("jobs.wake_at", wake.UTC().Format(time.RFC3339Nano)))
 		resp, err := e.record([]frontend.Command{{Kind: frontend.CmdSleep, Name: name,
 			WakeAt: wake, Sticky: e.cfg.Park}})

@@ -58,7 +58,19 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 	e.inflight.Add(1)
 	go func() {
 		defer e.inflight.Done()
+		returned := false
+		defer func() {
+			if !returned {
+				// fn panicked (here, or on its own goroutine under a StepTimeout: runStep panics
+				// again with it here). Nothing above this goroutine would recover it, and the
+				// process would die: the step fails with the panic instead, unrecorded, and
+				// Await returns it (panic.go). Settled before inflight.Done, so a body that
+				// waits for the steps in flight sees it settled.
+				p.Settle(nil, 0, recovered(name, recover()))
+			}
+		}()
 		out, err := e.runStep(c, name, fn)
+		returned = true
 		if err != nil {
 			p.Settle(nil, 0, err)
 			return

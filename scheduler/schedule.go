@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	_ "time/tzdata" // a machine without zoneinfo still validates and resolves every IANA zone
@@ -89,7 +90,9 @@ func MaxCatchUp(n int) Option {
 //	var digest = scheduler.MustDefine("nightly-digest", Digest, "0 3 * * *", "Europe/Berlin",
 //		DigestInput{}, scheduler.CatchUp(scheduler.RunOnce))
 func Define(name string, job jobs.Definition, spec, tz string, input any, opts ...Option) (Schedule, error) {
-	if job == nil {
+	// A nil *jobs.Job (a job whose Define error was dropped) is as absent as a nil interface,
+	// and its methods would panic below.
+	if v := reflect.ValueOf(job); job == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return Schedule{}, jobs.Errorf(jobs.CodeJobDefinition, "schedule %q names no job", name)
 	}
 	in, err := jobs.Encode(input)
@@ -102,7 +105,11 @@ func Define(name string, job jobs.Definition, spec, tz string, input any, opts .
 	}
 	s := Schedule{Name: name, Spec: spec, TZ: tz, Job: job.Name(), Queue: job.Config().Queue, Input: in,
 		Tenant: id.Tenant, NoTenant: id.NoTenant, Policy: Skip, MaxCatchUp: DefaultMaxCatchUp}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			// Refused, as jobs.Define refuses a nil option, rather than a panic at start-up.
+			return Schedule{}, jobs.Errorf(jobs.CodeJobDefinition, "schedule %q: option %d is nil", name, i)
+		}
 		if err := o(&s); err != nil {
 			return Schedule{}, err
 		}

@@ -486,7 +486,15 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 	}
 	switch o.Kind {
 	case replay.Completed:
-		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdComplete, Output: o.Result})
+		if err := w.finalize(rec, log, frontend.Command{Kind: frontend.CmdComplete, Output: o.Result}); refusedAsSent(err) {
+			// The engine refused the result itself (over its payload limit, say): the same code
+			// returns the same result, so left at that the lease would lapse and the run be
+			// handed back, to be refused again, forever. The attempt fails with the refusal
+			// instead, under the job's policy (such codes are terminal).
+			outcome, failure = replay.Failed.String(), err
+			w.fail(rec, log, cfg, t, err, "")
+			break
+		}
 		w.metrics.done(t.Queue, "completed")
 	case replay.Failed:
 		w.fail(rec, log, cfg, t, o.Err, o.Step)
@@ -614,7 +622,20 @@ func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Ta
 	}
 	log.get().Log(context.Background(), level, "jobs.attempt.failed", "code", cmd.Code, "class", d.Class,
 		"step", step, "stop", d.Stop, "retry_in", d.RetryIn, "err", cause)
-	w.finalize(rec, log, cmd)
+	if err := w.finalize(rec, log, cmd); d.Stop == "" && refusedAsSent(err) {
+		// The engine refused the retry as sent (its time out of the engine's bounds, say, from
+		// a clock far off the engine's). Left at that, the claim's lease lapses and the engine
+		// hands the attempt back unspent, to fail and be refused again, forever. The failure is
+		// reported once more without a retry, dead-lettering the run on this attempt, with the
+		// refusal in its error; the run's unspent attempts are kept for an operator's retry.
+		// A refusal of anything else (the claim is no longer held, the engine is unreachable)
+		// says nothing of the retry, and changes nothing: the lease decides, as before.
+		d.Stop, cmd.Stop, cmd.RetryAt, cmd.Code = "terminal", "terminal", time.Time{}, string(jobs.CodeOf(err))
+		cmd.Error = verdict.Terminal(fmt.Sprintf("%s; the engine refused its retry: %s", cause.Error(), err),
+			t.Attempt, cfg.Retry.Attempts, cmd.Code)
+		log.get().Error("jobs.attempt.retry_refused", "code", jobs.CodeOf(cause), "step", step, "stop", d.Stop, "err", err)
+		_ = w.finalize(rec, log, cmd)
+	}
 	if d.Stop != "" {
 		w.metrics.done(t.Queue, "failed")
 	} else {
@@ -622,14 +643,29 @@ func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Ta
 	}
 }
 
-// finalize records the command that ends a claim.
-func (w *Worker) finalize(rec *recorder, log *runLog, cmd frontend.Command) {
+// refusedAsSent reports whether the engine refused a record for what its commands hold (a value
+// out of bounds, an output over the payload limit or unreadable): sent again, as it is, it would
+// be refused again. Any other error (the claim is no longer held, the engine did not answer) says
+// nothing of the commands.
+func refusedAsSent(err error) bool {
+	switch jobs.CodeOf(err) {
+	case jobs.CodeBadRequest, jobs.CodePayloadTooLarge, jobs.CodeEncoding:
+		return true
+	}
+	return false
+}
+
+// finalize records the command that ends a claim. The error is logged here, and returned for
+// the callers that act on a refusal of what they sent (refusedAsSent).
+func (w *Worker) finalize(rec *recorder, log *runLog, cmd frontend.Command) error {
 	if rec.ahead != nil {
 		rec.ahead.give()
 	}
-	if _, err := rec.send(context.Background(), []frontend.Command{cmd}, true); err != nil {
+	_, err := rec.send(context.Background(), []frontend.Command{cmd}, true)
+	if err != nil {
 		log.get().Warn("jobs.record.failed", "command", cmd.Kind, "err", err)
 	}
+	return err
 }
 
 // recorder is the replay.Recorder of one claim. Its sends ride out an engine that cannot be

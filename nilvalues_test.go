@@ -1,0 +1,48 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+)
+
+// A nil WaitOption is refused with X_BAD_REQUEST, as a bad timeout or lookback is, instead of
+// panicking the body.
+func TestWaitForEventRefusesANilOption(t *testing.T) {
+	t.Parallel()
+	c := jobs.NewCtx(context.Background(), jobs.RunInfo{RunID: "r"}, nil) // refused before the runtime is asked
+	_, ok, err := jobs.WaitForEvent[string](c, "plan", "plan.chosen", nil, time.Hour, jobs.WithLookback(jobs.LookbackNone), nil)
+	if ok || !jobs.HasCode(err, jobs.CodeBadRequest) || !strings.Contains(err.Error(), "option 1 is nil") {
+		t.Fatalf("%v, %v; want X_BAD_REQUEST naming option 1", ok, err)
+	}
+}
+
+// A nil definition, or a nil *Job (a Define whose error was dropped), is refused with
+// X_JOB_DEFINITION, as a nil option is, instead of panicking on its name.
+func TestRegistryRefusesNilDefinitions(t *testing.T) {
+	t.Parallel()
+	var typedNil *jobs.Job[int, int]
+	ok := jobs.MustDefine("ok", func(int) string { return "k" }, jobs.NoTenant[int](),
+		func(*jobs.Ctx, int) (int, error) { return 0, nil })
+	if _, err := jobs.NewRegistry(nil); !jobs.HasCode(err, jobs.CodeJobDefinition) {
+		t.Errorf("NewRegistry(nil): %v", err)
+	}
+	if _, err := jobs.NewRegistry(ok, typedNil); !jobs.HasCode(err, jobs.CodeJobDefinition) || !strings.Contains(err.Error(), "1 is nil") {
+		t.Errorf("NewRegistry(ok, nil *Job): %v", err)
+	}
+	r, err := jobs.NewRegistry(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []jobs.Definition{nil, typedNil} {
+		if err := r.Register(d); !jobs.HasCode(err, jobs.CodeJobDefinition) {
+			t.Errorf("Register(%#v): %v", d, err)
+		}
+	}
+	if len(r.All()) != 1 {
+		t.Errorf("the registry holds %d definitions, want 1", len(r.All()))
+	}
+}
