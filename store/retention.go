@@ -6,8 +6,10 @@ import (
 )
 
 // RetentionParams says which finished runs retention may delete. A run is eligible when its
-// state's cut-off is set and its FinishedAt is before it, and no dedupe id recorded at or after
-// DedupeFrom names it. Live and blocked runs are never eligible, whatever the cut-offs say.
+// state's cut-off is set and its FinishedAt is before it, no dedupe id recorded at or after
+// DedupeFrom names it, and it is not the child of a parent that has not finished (the parent may
+// still wait for it, and a child that finished long ago is answered from its row). Live and
+// blocked runs are never eligible, whatever the cut-offs say.
 type RetentionParams struct {
 	// CompletedBefore, FailedBefore and CancelledBefore are the cut-offs per finished state; a
 	// zero time keeps every run in that state.

@@ -7,13 +7,19 @@ import (
 	"github.com/ultimat3/jobs/store"
 )
 
-// protected returns the runs a dedupe id inside its window names. The reference model scans the
-// ids; the SQL backends probe an index on dedupe.run_id per candidate.
+// protected returns the runs a dedupe id inside its window names, and the children of parents
+// that have not finished. The reference model scans the ids and the links; the SQL backends probe
+// an index on dedupe.run_id and the children's key per candidate.
 func (s *Store) protected(p store.RetentionParams) map[string]bool {
 	out := map[string]bool{}
 	for _, d := range s.dedupe {
 		if !d.at.Before(p.DedupeFrom) {
 			out[d.runID] = true
+		}
+	}
+	for child, l := range s.children {
+		if parent, ok := s.runs[l.ParentID]; ok && !parent.run.State.Finished() {
+			out[child] = true
 		}
 	}
 	return out

@@ -3,12 +3,15 @@ package postgres
 // Retention (see retention.go). Rendered per schema with render, like sql_dedupe.go. $1 is the
 // latest cut-off, so the scan walks runs_finished from its oldest entry; $2…$4 are the cut-offs
 // per state (the zero time keeps a state: no finished_at is before it); $5 protects the runs a
-// dedupe id inside its window names.
+// dedupe id inside its window names. A child whose parent has not finished is kept: the parent
+// may still wait for it, and reads its outcome from its row.
 const (
 	sqlRetentionEligible = `r.finished_at < $1
 	AND ((r.state = 'completed' AND r.finished_at < $2) OR (r.state = 'failed' AND r.finished_at < $3)
 	  OR (r.state = 'cancelled' AND r.finished_at < $4))
-	AND NOT EXISTS (SELECT 1 FROM {S}.dedupe d WHERE d.run_id = r.id AND d.created_at >= $5)`
+	AND NOT EXISTS (SELECT 1 FROM {S}.dedupe d WHERE d.run_id = r.id AND d.created_at >= $5)
+	AND NOT EXISTS (SELECT 1 FROM {S}.children c JOIN {S}.runs p ON p.id = c.parent_id
+	  WHERE c.child_id = r.id AND p.state NOT IN ('completed', 'failed', 'cancelled'))`
 
 	sqlRetentionCandidates = `SELECT {RUN_R} FROM {S}.runs r WHERE ` + sqlRetentionEligible + `
 ORDER BY r.finished_at, r.id LIMIT $6`

@@ -217,6 +217,29 @@ var retentionTests = []test{
 		wantState(t, s, runID(1), store.StateReady)
 	}},
 
+	// A finished child whose parent has not finished is kept: the parent may still wait for it,
+	// and a child that finished long ago is answered from its row. Once the parent finished, the
+	// child goes like any run.
+	{"ChildOfALiveParentIsKept", func(t *testing.T, s store.Store) {
+		parent := inState(t, s, 1, store.StateSuspended)
+		finishedAt(t, s, 2, store.StateCompleted, at(time.Hour))
+		link(t, s, store.ChildLink{ParentID: parent.ID, ChildID: runID(2), Name: "kid", CreatedAt: at(0)})
+		finishedAt(t, s, 3, store.StateCompleted, at(time.Hour)) // no parent
+		p := keepNone(at(2 * time.Hour))
+		if got := candidates(t, s, p); !slices.Equal(got, []string{runID(3)}) {
+			t.Fatalf("candidates %v, want only the run without a parent", got)
+		}
+		if res := sweep(t, s, p, runID(2), runID(3)); !slices.Equal(res.Runs, []string{runID(3)}) {
+			t.Fatalf("deleted %v, want only run 3: the live parent's child is kept", res.Runs)
+		}
+		wantState(t, s, runID(2), store.StateCompleted)
+		// The parent finishes: its child is eligible again.
+		cancel(t, s, parent.ID, at(time.Hour))
+		if got := candidates(t, s, p); !slices.Contains(got, runID(2)) {
+			t.Fatalf("after the parent finished: candidates %v, want the child among them", got)
+		}
+	}},
+
 	// Limit bounds a batch, both the listing and the delete.
 	{"LimitBoundsABatch", func(t *testing.T, s store.Store) {
 		var all []string
