@@ -243,6 +243,14 @@ func (s Schedule) compile() (*compiled, error) {
 	if err != nil {
 		return bad("spec %q: %v", s.Spec, err)
 	}
+	// The parser takes "@every d" for any duration, and quietly makes one under a second a
+	// second and drops a fraction: "@every -1h" would fire every second. Cron's resolution is
+	// the second, so a period must be whole seconds, and at least one.
+	if rest, ok := strings.CutPrefix(spec, "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && (d < time.Second || d%time.Second != 0) {
+			return bad("spec %q: the period must be whole seconds, at least 1s", s.Spec)
+		}
+	}
 	if ss, ok := sched.(*cron.SpecSchedule); ok {
 		ss.Location = loc
 	}

@@ -36,6 +36,10 @@ func TestDefineRefusesBadValues(t *testing.T) {
 		{"a zone in the spec without a space", "CRON_TZ=UTC", "UTC", nil},
 		{"an unknown descriptor", "@fortnightly", "UTC", nil},
 		{"a spec that never fires", "0 0 30 2 *", "UTC", nil},
+		{"a negative period", "@every -1h", "UTC", nil},
+		{"a zero period", "@every 0s", "UTC", nil},
+		{"a period under a second", "@every 1ms", "UTC", nil},
+		{"a period of a fraction of seconds", "@every 1500ms", "UTC", nil},
 		{"maxCatchUp 0", "@hourly", "UTC", []scheduler.Option{scheduler.MaxCatchUp(0)}},
 		{"maxCatchUp negative", "@hourly", "UTC", []scheduler.Option{scheduler.MaxCatchUp(-3)}},
 		{"an unknown policy", "@hourly", "UTC", []scheduler.Option{scheduler.CatchUp("all-of-them")}},
@@ -112,7 +116,7 @@ func TestScheduleIsPlainData(t *testing.T) {
 }
 
 // A long outage (30 hourly occurrences missed) with maxCatchUp 10: the walk finds the first 10,
-// and every policy drops what lies past the cap.
+// and every policy drops what lies past the cap; skip fires the latest missed all the same.
 func TestCatchUpAfterLongOutage(t *testing.T) {
 	t.Parallel()
 	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
@@ -126,7 +130,7 @@ func TestCatchUpAfterLongOutage(t *testing.T) {
 		}
 		env.Fake().Set(t0.Add(30*time.Hour + 30*time.Minute)) // down: t0+1h … t0+30h are due
 		tick(t, s)
-		wantFired(t, env, "skip", keys("skip", 10*time.Hour)) // the latest within the cap
+		wantFired(t, env, "skip", keys("skip", 30*time.Hour)) // the latest missed, past the cap
 		wantFired(t, env, "once", keys("once", time.Hour))    // the earliest, once
 		wantFired(t, env, "all", keys("all", hours(1, 10)...))
 		for n, missed := range map[string]int64{"skip": 29, "once": 29, "all": 20} {
@@ -143,7 +147,7 @@ func TestCatchUpAfterLongOutage(t *testing.T) {
 		env.Fake().Set(t0.Add(31 * time.Hour))
 		tick(t, s)
 		tick(t, s)
-		wantFired(t, env, "skip", keys("skip", 10*time.Hour, 31*time.Hour))
+		wantFired(t, env, "skip", keys("skip", 30*time.Hour, 31*time.Hour))
 		wantFired(t, env, "once", keys("once", time.Hour, 31*time.Hour))
 		wantFired(t, env, "all", keys("all", append(hours(1, 10), 31*time.Hour)...))
 		if in := info(t, s, "once"); in.LastFire == nil || !in.LastFire.Equal(t0.Add(31*time.Hour)) {

@@ -23,7 +23,8 @@ type plan struct {
 
 // walk decides a round: it walks the occurrences after the watermark that are due at now, at
 // most maxCatchUp of them, and the policy picks from what the walk found:
-//   - skip fires the latest found, run-once the earliest, run-all every one;
+//   - skip fires the latest due (past the cap too: it is counted anyway), run-once the earliest
+//     found, run-all every one found;
 //   - the watermark moves to the last found, or, when the walk stopped at the cap with more
 //     occurrences still due, to now: the occurrences past the cap are dropped (counted as
 //     missed) in every policy, so maxCatchUp bounds the whole catch-up, not one round of it.
@@ -43,8 +44,10 @@ func walk(sched cron.Schedule, policy Policy, maxCatchUp int, watermark, now tim
 	}
 	p := plan{to: found[len(found)-1]}
 	var past int64
+	latest := p.to // the latest due occurrence the walk and the count reached
 	for n := sched.Next(t); !n.IsZero() && !n.After(now) && past < countLimit; n = sched.Next(n) {
 		past++
+		latest = n
 	}
 	if past > 0 {
 		p.to = now
@@ -57,7 +60,9 @@ func walk(sched cron.Schedule, policy Policy, maxCatchUp int, watermark, now tim
 		p.fire = found
 		p.missed = past
 	default:
-		p.fire = found[len(found)-1:]
+		// The latest due occurrence, past the cap too: skip's promise is that a catch-up runs
+		// the schedule's most recent occurrence (the count's floor past countLimit).
+		p.fire = []time.Time{latest}
 		p.missed = int64(len(found)-1) + past
 	}
 	return p

@@ -30,8 +30,9 @@ func TestWalk(t *testing.T) {
 		{name: "run-once within the cap", policy: RunOnce, cap: 10, now: h(3).Add(time.Minute), fire: []time.Time{h(1)}, to: h(3), missed: 2},
 		{name: "run-all within the cap", policy: RunAll, cap: 10, now: h(3).Add(time.Minute), fire: []time.Time{h(1), h(2), h(3)}, to: h(3)},
 		{name: "exactly the cap", policy: RunAll, cap: 3, now: h(3).Add(time.Minute), fire: []time.Time{h(1), h(2), h(3)}, to: h(3)},
-		// Past the cap: the walk stops at 2; the 3 beyond are dropped and the watermark is now.
-		{name: "skip past the cap", policy: Skip, cap: 2, now: h(5).Add(time.Minute), fire: []time.Time{h(2)}, to: h(5).Add(time.Minute), missed: 4},
+		// Past the cap: the walk stops at 2; the 3 beyond are dropped (skip fires the latest of
+		// them) and the watermark is now.
+		{name: "skip past the cap", policy: Skip, cap: 2, now: h(5).Add(time.Minute), fire: []time.Time{h(5)}, to: h(5).Add(time.Minute), missed: 4},
 		{name: "run-once past the cap", policy: RunOnce, cap: 2, now: h(5).Add(time.Minute), fire: []time.Time{h(1)}, to: h(5).Add(time.Minute), missed: 4},
 		{name: "run-all past the cap", policy: RunAll, cap: 2, now: h(5).Add(time.Minute), fire: []time.Time{h(1), h(2)}, to: h(5).Add(time.Minute), missed: 3},
 	}
