@@ -5,20 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
-)
-
-// Page sizes of the listings.
-const (
-	defaultPageSize = 50
-	maxPageSize     = 500
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -84,25 +77,11 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeJSON(b, &body); err != nil {
 			return err
 		}
-		req = jobs.EnqueueRequest{Job: body.Job, Queue: body.Queue, Key: body.Key, Tenant: body.Tenant,
-			NoTenant: body.NoTenant, EnqueuedBy: body.EnqueuedBy, Delay: time.Duration(body.Delay),
-			DedupeID: body.DedupeID, Priority: body.Priority}
-		if len(body.Input) > 0 {
-			if req.Input, err = jobs.FromJSON(body.Input); err != nil {
-				return err
-			}
-		}
-	}
-	for field, v := range map[string]string{"job": req.Job, "queue": req.Queue, "key": req.Key,
-		"tenant": req.Tenant, "enqueuedBy": req.EnqueuedBy} {
-		if err := checkText(field, v); err != nil {
+		if req, err = body.request(); err != nil {
 			return err
 		}
 	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	if err := checkEnqueueScope(r, req.Tenant, req.NoTenant); err != nil {
+	if err := checkEnqueue(r, req); err != nil {
 		return err
 	}
 	res, err := s.eng.Enqueue(r.Context(), req)
@@ -212,11 +191,10 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listParams reads the filters and the page of a listing: queue, state, job, tenant, before
-// (the cursor) and limit.
+// (the cursor) and limit, the page's two by the rule of every listing (package paging).
 func listParams(r *http.Request, withState bool) (store.ListParams, error) {
 	q := r.URL.Query()
-	p := store.ListParams{Queue: q.Get("queue"), Job: q.Get("job"), Tenant: q.Get("tenant"), Before: q.Get("before"),
-		Limit: defaultPageSize}
+	p := store.ListParams{Queue: q.Get("queue"), Job: q.Get("job"), Tenant: q.Get("tenant"), Before: q.Get("before")}
 	for field, v := range map[string]string{"queue": p.Queue, "job": p.Job, "tenant": p.Tenant, "before": p.Before} {
 		if err := checkText(field, v); err != nil {
 			return p, err
@@ -231,14 +209,12 @@ func listParams(r *http.Request, withState bool) (store.ListParams, error) {
 		}
 		p.State = store.State(st)
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > maxPageSize {
-			return p, jobs.Errorf(jobs.CodeBadRequest, "limit %q: want a whole number from 1 to %d", l, maxPageSize)
-		}
-		p.Limit = n
+	if err := paging.Cursor(p.Before); err != nil {
+		return p, err
 	}
-	return p, nil
+	var err error
+	p.Limit, err = paging.Limit(q.Get("limit"), paging.Default, paging.Max)
+	return p, err
 }
 
 // page trims a listing fetched with one row more than asked: that extra row says whether a next

@@ -149,6 +149,12 @@ func credentials(cfg Config) (map[[sha256.Size]byte]Credential, error) {
 // authorize checks a request against its credential's role and tenant. It runs after the token
 // was matched, so a refusal here is X_FORBIDDEN (403), not X_UNAUTHORIZED.
 func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error) {
+	if r.URL.Path == "/v1/whoami" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Any valid credential may ask who it is, whatever its role or tenant: the answer is
+		// its own role and tenant, which its holder may know (engine mcp asks, then refuses a
+		// worker's or a tenant's token itself, with a reason).
+		return r, nil
+	}
 	need := needs(r)
 	if !c.Role.can(need) {
 		return r, jobs.Errorf(jobs.CodeForbidden, "a %s credential may not %s", c.Role, need)

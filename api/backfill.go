@@ -2,9 +2,8 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
-	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/store"
@@ -61,12 +60,9 @@ func (s *Server) listBackfills(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 10_000 {
-			return jobs.Errorf(jobs.CodeBadRequest, "limit %q: want 1 to 10000", l)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = paging.Limit(q.Get("limit"), 0, paging.MaxBackfills); err != nil {
+		return err
 	}
 	rows, err := s.eng.InspectBackfills(r.Context(), f)
 	if err != nil {

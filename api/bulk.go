@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/internal/wire"
@@ -58,13 +57,10 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 		reqs = make([]jobs.EnqueueRequest, len(body.Items))
 		errs = make([]*jobs.Error, len(reqs))
 		for i, it := range body.Items {
-			reqs[i] = jobs.EnqueueRequest{Job: it.Job, Queue: it.Queue, Key: it.Key, Tenant: it.Tenant,
-				NoTenant: it.NoTenant, EnqueuedBy: it.EnqueuedBy, Delay: time.Duration(it.Delay),
-				DedupeID: it.DedupeID}
-			if len(it.Input) > 0 {
-				if reqs[i].Input, err = jobs.FromJSON(it.Input); err != nil {
-					errs[i] = jobs.AsError(err)
-				}
+			// The one conversion POST /v1/runs makes (EnqueueBody.request): every field an
+			// item names reaches the engine, and is checked, as it would one at a time.
+			if reqs[i], err = it.request(); err != nil {
+				errs[i] = jobs.AsError(err)
 			}
 		}
 	}
@@ -75,7 +71,9 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 		if errs[i] != nil {
 			continue
 		}
-		errs[i] = checkEnqueueItem(r, req)
+		if err := checkEnqueue(r, req); err != nil {
+			errs[i] = jobs.AsError(err)
+		}
 	}
 	// Only the items that passed go to the engine; the answer puts every item back in place.
 	send := make([]jobs.EnqueueRequest, 0, len(reqs))
@@ -102,19 +100,17 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, r, http.StatusOK, BulkEnqueueResponse{Items: out})
 }
 
-// checkEnqueueItem is POST /v1/runs's checks of one enqueue, for one item of a bulk enqueue.
-func checkEnqueueItem(r *http.Request, req jobs.EnqueueRequest) *jobs.Error {
+// checkEnqueue is every check of one enqueue before the engine is asked: POST /v1/runs's, and
+// each item's of a bulk enqueue (text, identity, priority and delay ranges, tenant scope).
+func checkEnqueue(r *http.Request, req jobs.EnqueueRequest) error {
 	for field, v := range map[string]string{"job": req.Job, "queue": req.Queue, "key": req.Key,
 		"tenant": req.Tenant, "enqueuedBy": req.EnqueuedBy} {
 		if err := checkText(field, v); err != nil {
-			return jobs.AsError(err)
+			return err
 		}
 	}
 	if err := req.Validate(); err != nil {
-		return jobs.AsError(err)
+		return err
 	}
-	if err := checkEnqueueScope(r, req.Tenant, req.NoTenant); err != nil {
-		return jobs.AsError(err)
-	}
-	return nil
+	return checkEnqueueScope(r, req.Tenant, req.NoTenant)
 }

@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -108,5 +111,88 @@ func TestBulkEnqueueJSON(t *testing.T) {
 	status, _, raw = small.call(t, http.MethodPost, "/v1/runs/bulk", "application/json", "", big)
 	if status != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body over MaxBody: status %d (%s), want 413", status, raw)
+	}
+}
+
+// Each item of a JSON bulk enqueue is the enqueue POST /v1/runs would make of the same body:
+// the same run (priority, delay, queue, actor, input, the caller's trace) when it is accepted,
+// the same code when it is refused. The bulk path once dropped the priority, and so also let
+// an out-of-range one through.
+func TestBulkEnqueueJSONItemIsASingleEnqueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	post := func(path, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, b.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", traceparent)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		out, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, out
+	}
+	// %s is the key: the single enqueue and the bulk item each get their own.
+	for _, item := range []string{
+		`{"job":"bulk-note","key":"%s","noTenant":true,"priority":7,"input":{"id":"x"}}`,
+		`{"job":"bulk-note","key":"%s","noTenant":true,"priority":-100,"delay":"90s","queue":"q2","enqueuedBy":"ops"}`,
+		`{"job":"bulk-note","key":"%s","tenant":"acme","delay":30,"priority":100}`,
+		`{"job":"bulk-note","key":"%s","noTenant":true,"priority":101}`,
+		`{"job":"bulk-note","key":"%s","noTenant":true,"priority":-101}`,
+		`{"job":"bulk-note","key":"%s","noTenant":true,"delay":"-1s"}`,
+		`{"job":"bulk-note","key":"%s"}`,
+		`{"job":"bulk-note","key":"%s","tenant":"a","noTenant":true}`,
+		`{"key":"%s","noTenant":true}`,
+		`{"job":"bulk-note","key":"%s\u0000","noTenant":true}`,
+		`{"job":"bulk-note","key":"%s","noTenant":true,"enqueuedBy":"` + strings.Repeat("o", 1001) + `"}`,
+	} {
+		st, out := post("/v1/runs", fmt.Sprintf(item, "one"+fmt.Sprint(len(item))))
+		var one jobs.EnqueueResult
+		var oneErr api.ErrorBody
+		if st >= 300 {
+			if json.Unmarshal(out, &oneErr) != nil || oneErr.Error == nil {
+				t.Fatalf("POST /v1/runs %s = %d %s", item, st, out)
+			}
+		} else if json.Unmarshal(out, &one) != nil || one.RunID == "" {
+			t.Fatalf("POST /v1/runs %s = %d %s", item, st, out)
+		}
+		st, out = post("/v1/runs/bulk", `{"items":[`+fmt.Sprintf(item, "many"+fmt.Sprint(len(item)))+`]}`)
+		var many api.BulkEnqueueResponse
+		if st != http.StatusOK || json.Unmarshal(out, &many) != nil || len(many.Items) != 1 {
+			t.Fatalf("POST /v1/runs/bulk %s = %d %s", item, st, out)
+		}
+		it := many.Items[0]
+		if oneErr.Error != nil {
+			if it.Error == nil || it.Error.Code != oneErr.Error.Code || it.RunID != "" {
+				t.Errorf("%s: the single enqueue is refused with %s, the bulk item answers %+v", item, oneErr.Error.Code, it)
+			}
+			continue
+		}
+		if it.Error != nil || it.RunID == "" {
+			t.Errorf("%s: the single enqueue made run %s, the bulk item answers %+v", item, one.RunID, it)
+			continue
+		}
+		a, err := b.env.Store.RunGet(t.Context(), one.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := b.env.Store.RunGet(t.Context(), it.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Priority != z.Priority || a.Queue != z.Queue || a.EnqueuedBy != z.EnqueuedBy || a.Tenant != z.Tenant ||
+			a.NoTenant != z.NoTenant || a.State != z.State || a.ReadyAt.Sub(a.CreatedAt) != z.ReadyAt.Sub(z.CreatedAt) ||
+			!bytes.Equal(a.Input, z.Input) || a.TraceParent == "" || a.TraceParent != z.TraceParent {
+			t.Errorf("%s:\n single %+v\n bulk   %+v", item, a, z)
+		}
 	}
 }

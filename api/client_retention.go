@@ -13,5 +13,5 @@ func (c *Client) Retention(ctx context.Context, dryRun bool) (engine.RetentionRe
 	if dryRun {
 		return out, c.callJSON(ctx, http.MethodGet, "/v1/retention", nil, nil, &out)
 	}
-	return out, c.callJSON(ctx, http.MethodPost, "/v1/retention/run", nil, struct{}{}, &out)
+	return out, c.callJSON(ctx, http.MethodPost, "/v1/retention/run", nil, RetentionRunBody{}, &out)
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/internal/route"
 	"github.com/ultimat3/jobs/frontend"
 )
 
@@ -77,39 +77,19 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// notFound answers a request no route takes: 405 X_METHOD_NOT_ALLOWED (with Allow) when the
-// path exists for other methods, else 404 X_ROUTE_NOT_FOUND.
-func (s *Server) notFound(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
-	h, _ := mux.Handler(r)
-	probe := &statusProbe{header: http.Header{}}
-	h.ServeHTTP(probe, r)
-	if probe.status == http.StatusMethodNotAllowed {
-		if allow := probe.header.Get("Allow"); allow != "" {
-			w.Header().Set("Allow", allow)
-		}
-		s.writeError(w, r, jobs.Errorf(jobs.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
-		return
+// unrouted answers a request no route takes, when mux takes none (route.Refusal): 405
+// X_METHOD_NOT_ALLOWED (with Allow) when the path exists for other methods, else 404
+// X_ROUTE_NOT_FOUND. It reports whether it answered.
+func (s *Server) unrouted(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) bool {
+	e, allow := route.Refusal(mux, r)
+	if e == nil {
+		return false
 	}
-	s.writeError(w, r, jobs.Errorf(jobs.CodeRouteNotFound, "no route for %s %s", r.Method, r.URL.Path))
-}
-
-// statusProbe records what net/http's own not-found handler would answer, and writes nothing.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header { return p.header }
-func (p *statusProbe) WriteHeader(status int) {
-	if p.status == 0 {
-		p.status = status
+	if allow != "" {
+		w.Header().Set("Allow", allow)
 	}
-}
-func (p *statusProbe) Write(b []byte) (int, error) {
-	if p.status == 0 {
-		p.status = http.StatusOK
-	}
-	return len(b), nil
+	s.writeError(w, r, e)
+	return true
 }
 
 // limitListener serves at most n connections at once: Accept waits for one to close. A slot is

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"net/http"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/client"
 	"github.com/ultimat3/jobs/mcp"
 )
@@ -26,10 +29,95 @@ func (s *Server) mcpHandler() http.Handler {
 	local := client.Local(s.eng, s.cfg.Scheduler)
 	read := mcp.NewServer(local, mcp.Options{Access: mcp.ReadOnly, Logger: s.log})
 	all := mcp.NewServer(local, mcp.Options{Access: mcp.ReadWrite, Logger: s.log})
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	return s.mcpRefusals(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		if credentialOf(r).Role.can(capAct) {
 			return all
 		}
 		return read
-	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log})
+	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log}))
 }
+
+// mcpRefusals answers the SDK transport's own refusals as the API answers every refusal, with
+// an X_ code in the API's error shape (writeError), rather than the plain text of http.Error
+// they are written in: a GET or DELETE (a stateless handler serves POST only: no SSE stream to
+// open, no session to end) is 405 X_METHOD_NOT_ALLOWED with the transport's Allow, a body that
+// is not JSON-RPC or lacks the headers the transport needs is 400 X_BAD_REQUEST, a body over
+// MaxBody 413 X_PAYLOAD_TOO_LARGE. Only a plain-text error status is rewritten: a JSON-RPC
+// answer (a result, or an error the protocol itself defines) goes out as the SDK wrote it, and
+// an SDK client reads the status of a rewritten one as before (it takes a 405 to a GET as "no
+// stream here").
+func (s *Server) mcpRefusals(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &mcpWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		if rw.held == 0 {
+			return
+		}
+		msg := strings.TrimSpace(rw.text.String())
+		var e *jobs.Error
+		switch status := rw.held; {
+		case status == http.StatusMethodNotAllowed:
+			e = jobs.Errorf(jobs.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, w.Header().Get("Allow"))
+		case status == http.StatusRequestEntityTooLarge:
+			e = jobs.Errorf(jobs.CodePayloadTooLarge, "mcp: %s", msg)
+		case status == http.StatusForbidden:
+			e = jobs.Errorf(jobs.CodeForbidden, "mcp: %s", msg)
+		case status >= 500:
+			s.log.Error("jobs.mcp.transport", "method", r.Method, "status", status, "err", msg)
+			e = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
+		default:
+			e = jobs.Errorf(jobs.CodeBadRequest, "mcp: %s", msg)
+		}
+		s.writeError(w, r, e)
+	})
+}
+
+// mcpWriter holds back a plain-text error answer (http.Error's: text/plain, 4xx or 5xx) for
+// mcpRefusals to rewrite; every other answer passes through as it is written.
+type mcpWriter struct {
+	http.ResponseWriter
+	held   int  // the status of the answer held back; 0 when none is
+	passed bool // the header went out unchanged
+	text   bytes.Buffer
+}
+
+func (w *mcpWriter) WriteHeader(status int) {
+	switch {
+	case w.passed:
+		w.ResponseWriter.WriteHeader(status) // net/http logs the superfluous call, as before
+	case w.held != 0:
+	case status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain"):
+		w.held = status
+	default:
+		w.passed = true
+		w.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (w *mcpWriter) Write(b []byte) (int, error) {
+	if !w.passed && w.held == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held != 0 {
+		// http.Error's one line; bounded all the same, it is echoed in the refusal.
+		if room := 1024 - w.text.Len(); room > 0 {
+			w.text.Write(b[:min(len(b), room)])
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush sends what was written so far, unless it is a refusal held back.
+func (w *mcpWriter) Flush() {
+	if w.held != 0 {
+		return
+	}
+	if !w.passed {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *mcpWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

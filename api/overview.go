@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/store"
 )
@@ -51,12 +52,14 @@ func (s *Server) searchRuns(w http.ResponseWriter, r *http.Request) error {
 			*t = p
 		}
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil {
-			return jobs.Errorf(jobs.CodeBadRequest, "limit %q: want a whole number from 1 to %d", l, engine.MaxSearchPage)
-		}
-		f.Limit = n
+	// The page by the rule of every listing (package paging): the engine would read a limit of
+	// 0 as its default, and take any text as a cursor.
+	if err := paging.Cursor(f.Before); err != nil {
+		return err
+	}
+	var err error
+	if f.Limit, err = paging.Limit(q.Get("limit"), paging.Default, paging.Max); err != nil {
+		return err
 	}
 	page, err := s.eng.SearchRuns(r.Context(), f)
 	if err != nil {

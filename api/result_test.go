@@ -22,7 +22,8 @@ func TestResultLongPollAndWhoAmI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, api.Config{Credentials: []api.Credential{{Token: "v", Role: api.RoleViewer},
-		{Token: "acme", Role: api.RoleViewer, Tenant: "acme"}, {Token: "op", Role: api.RoleOperator}}})
+		{Token: "acme", Role: api.RoleViewer, Tenant: "acme"}, {Token: "op", Role: api.RoleOperator},
+		{Token: "acme-op", Role: api.RoleOperator, Tenant: "acme"}, {Token: "w", Role: api.RoleWorker}}})
 	res, err := b.env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "later", Key: "k", NoTenant: true})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,10 @@ func TestResultLongPollAndWhoAmI(t *testing.T) {
 	if st != http.StatusOK || json.Unmarshal(out, &rr) != nil || !rr.Done || rr.Error == nil || rr.Error.Code != jobs.CodeRunCancelled {
 		t.Fatalf("a cancelled run's result = %d %s", st, out)
 	}
-	for token, want := range map[string]api.Identity{"v": {Role: api.RoleViewer}, "op": {Role: api.RoleOperator}} {
+	// Any valid credential may ask who it is: a tenant-scoped one and a worker's too.
+	for token, want := range map[string]api.Identity{"v": {Role: api.RoleViewer}, "op": {Role: api.RoleOperator},
+		"acme": {Role: api.RoleViewer, Tenant: "acme"}, "acme-op": {Role: api.RoleOperator, Tenant: "acme"},
+		"w": {Role: api.RoleWorker}} {
 		c, err := api.NewClient(b.url, token)
 		if err != nil {
 			t.Fatal(err)
@@ -73,5 +77,9 @@ func TestResultLongPollAndWhoAmI(t *testing.T) {
 		if err != nil || id != want {
 			t.Fatalf("whoami(%s) = %+v, %v", token, id, err)
 		}
+	}
+	// An unknown token is no credential: it learns nothing.
+	if st, _, out := b.call(t, http.MethodGet, "/v1/whoami", "", "nope", nil); st != http.StatusUnauthorized {
+		t.Fatalf("whoami with an unknown token = %d %s", st, out)
 	}
 }

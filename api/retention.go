@@ -38,6 +38,10 @@ func (s *Server) retentionRun(w http.ResponseWriter, r *http.Request) error {
 	if err := retentionAllowed(r, true); err != nil {
 		return err
 	}
+	var body RetentionRunBody
+	if err := readJSON(r, &body); err != nil {
+		return err
+	}
 	rep, err := s.eng.SweepRetention(r.Context(), false)
 	if err != nil {
 		return err

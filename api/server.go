@@ -256,11 +256,9 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.Handle(MCPPath, s.mcpHandler())
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "" {
-			s.notFound(mux, w, r)
-			return
+		if !s.unrouted(mux, w, r) {
+			mux.ServeHTTP(w, r)
 		}
-		mux.ServeHTTP(w, r)
 	})
 	return s.recover(s.logRequests(s.authenticate(s.limitBody(routed))))
 }

@@ -53,6 +53,22 @@ type EnqueueBody struct {
 	Priority int `json:"priority,omitempty"`
 }
 
+// request is the enqueue a JSON body asks for, its input turned to msgpack. POST /v1/runs and
+// each item of POST /v1/runs/bulk both convert through here, so a field one of them reads
+// cannot be dropped by the other (the bulk path once lost the priority, and with it the
+// priority's range check). Checking the request is checkEnqueue's.
+func (b EnqueueBody) request() (jobs.EnqueueRequest, error) {
+	req := jobs.EnqueueRequest{Job: b.Job, Queue: b.Queue, Key: b.Key, Tenant: b.Tenant, NoTenant: b.NoTenant,
+		EnqueuedBy: b.EnqueuedBy, Delay: time.Duration(b.Delay), DedupeID: b.DedupeID, Priority: b.Priority}
+	if len(b.Input) > 0 {
+		var err error
+		if req.Input, err = jobs.FromJSON(b.Input); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
 // CancelBody is the JSON body of POST /v1/runs/{id}/cancel.
 type CancelBody struct {
 	Reason string `json:"reason,omitempty"`
@@ -65,6 +81,12 @@ type RetryBody struct {
 	By       string `json:"by,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
+
+// RetentionRunBody is the JSON body of POST /v1/retention/run: empty, or {} (the client's). It
+// names no option: a dry run is GET /v1/retention. A body that is not one object, or that names
+// a field, is refused with X_BAD_REQUEST before anything is swept, so that a caller who meant
+// an option ({"dry_run":true}) is told, not answered with a real sweep.
+type RetentionRunBody struct{}
 
 // RunPage is a page of a listing, newest first. Next, when set, is the cursor of the next page:
 // pass it as before=.

@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/client"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -118,5 +121,73 @@ func TestStreamableHTTPOperator(t *testing.T) {
 	ok(t, call(t, cs, "cancel_run", map[string]any{"run_id": o.Suspended, "reason": "operator"}), &sum)
 	if sum.State != "cancelled" {
 		t.Fatalf("cancel_run by an operator: %+v", sum)
+	}
+}
+
+// TestStreamableHTTPRefusals: the transport's own refusals at /mcp are answered in the API's
+// error shape with an X_ code, not in the SDK's plain text: GET and DELETE (the stateless
+// handler serves POST only) are 405 X_METHOD_NOT_ALLOWED with Allow, a body that is not
+// JSON-RPC or a request without the Accept the transport needs is 400 X_BAD_REQUEST. A
+// well-formed exchange is answered as before, and an SDK client still connects (the tests
+// above).
+func TestStreamableHTTPRefusals(t *testing.T) {
+	t.Parallel()
+	o := testenv.StartOps(t, testenv.Backends()[0].Open(t))
+	base := serveAPI(t, o)
+	const accept = "application/json, text/event-stream"
+	send := func(method, body, accept string) (int, http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+api.MCPPath, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer viewer-t")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		out, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, res.Header, out
+	}
+	for _, c := range []struct {
+		what, method, body, accept string
+		status                     int
+		code                       jobs.Code
+		allow                      string
+	}{
+		{"GET (no SSE stream)", http.MethodGet, "", "text/event-stream", 405, jobs.CodeMethodNotAllowed, "POST"},
+		{"DELETE (no session)", http.MethodDelete, "", "", 405, jobs.CodeMethodNotAllowed, "POST"},
+		{"PUT", http.MethodPut, "{}", accept, 405, jobs.CodeMethodNotAllowed, "POST"},
+		{"malformed JSON", http.MethodPost, `{"jsonrpc":"2.0",`, accept, 400, jobs.CodeBadRequest, ""},
+		{"not JSON-RPC", http.MethodPost, `[1]`, accept, 400, jobs.CodeBadRequest, ""},
+		{"an unknown method", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, accept, 400, jobs.CodeBadRequest, ""},
+		{"without Accept", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", 400, jobs.CodeBadRequest, ""},
+	} {
+		st, h, out := send(c.method, c.body, c.accept)
+		var eb api.ErrorBody
+		if st != c.status || json.Unmarshal(out, &eb) != nil || eb.Error == nil || eb.Error.Code != c.code || eb.Error.Message == "" {
+			t.Errorf("%s: %d %s; want %d with %s", c.what, st, out, c.status, c.code)
+		}
+		if ct := h.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s: Content-Type %q", c.what, ct)
+		}
+		if got := h.Get("Allow"); got != c.allow {
+			t.Errorf("%s: Allow %q, want %q", c.what, got, c.allow)
+		}
+	}
+	// A whole exchange in one POST is answered by the SDK, untouched.
+	st, _, out := send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, accept)
+	if st != http.StatusOK || !strings.Contains(string(out), `"list_runs"`) {
+		t.Fatalf("tools/list: %d %.300s", st, out)
 	}
 }

@@ -253,6 +253,17 @@ func exerciseTools(t *testing.T, o *testenv.Ops, c client.Client, cs *sdk.Client
 	refused(t, call(t, cs, mcp.ToolListRuns, map[string]any{"state": "lost"}), jobs.CodeBadRequest)
 	refused(t, call(t, cs, mcp.ToolListRuns, map[string]any{"limit": "ten"}), jobs.CodeBadRequest)
 	refused(t, call(t, cs, mcp.ToolListRuns, map[string]any{"limit": 100000}), jobs.CodeBadRequest)
+	// The page by the HTTP API's rule (package paging): a limit of 0 is refused, not read as the
+	// default, and a cursor is a run id, not text that would answer the first page.
+	for _, tool := range []string{mcp.ToolListRuns, mcp.ToolDeadLetters} {
+		refused(t, call(t, cs, tool, map[string]any{"limit": 0}), jobs.CodeBadRequest)
+		refused(t, call(t, cs, tool, map[string]any{"limit": 501}), jobs.CodeBadRequest)
+		refused(t, call(t, cs, tool, map[string]any{"before": "garbage"}), jobs.CodeBadRequest)
+		refused(t, call(t, cs, tool, map[string]any{"before": "zz", "limit": 2}), jobs.CodeBadRequest)
+		ok(t, call(t, cs, tool, map[string]any{"limit": nil}), &page)
+		ok(t, call(t, cs, tool, map[string]any{"before": o.Suspended, "limit": 500}), &page)
+	}
+	refused(t, call(t, cs, mcp.ToolBackfills, map[string]any{"limit": 0}), jobs.CodeBadRequest)
 	refused(t, call(t, cs, mcp.ToolListRuns, map[string]any{"created_from": "yesterday"}), jobs.CodeBadRequest)
 	refused(t, call(t, cs, mcp.ToolListRuns, map[string]any{"job": "a\x00b"}), jobs.CodeBadRequest)
 	refused(t, call(t, cs, mcp.ToolBackfills, map[string]any{"status": "odd"}), jobs.CodeBadRequest)

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/client"
 	"github.com/ultimat3/jobs/engine"
@@ -53,7 +54,9 @@ type (
 		CreatedFrom string `json:"created_from,omitempty" jsonschema:"only runs created at or after this RFC 3339 time"`
 		CreatedTo   string `json:"created_to,omitempty" jsonschema:"only runs created before this RFC 3339 time"`
 		Before      string `json:"before,omitempty" jsonschema:"the next cursor of the previous page"`
-		Limit       int    `json:"limit,omitempty" jsonschema:"page size, 1 to 500; default 50"`
+		// Limit is a pointer so that 0 is refused, as on the HTTP API, rather than read as the
+		// default that leaving it out asks for (package paging).
+		Limit *int `json:"limit,omitempty" jsonschema:"page size, 1 to 500; default 50"`
 	}
 	// RunInput names one run.
 	RunInput struct {
@@ -65,7 +68,7 @@ type (
 		Job    string `json:"job,omitempty" jsonschema:"only runs of this job"`
 		Tenant string `json:"tenant,omitempty" jsonschema:"only runs of this tenant"`
 		Before string `json:"before,omitempty" jsonschema:"the next cursor of the previous page"`
-		Limit  int    `json:"limit,omitempty" jsonschema:"page size, 1 to 500; default 50"`
+		Limit  *int   `json:"limit,omitempty" jsonschema:"page size, 1 to 500; default 50"`
 	}
 	// ManifestInput selects a kind of declaration.
 	ManifestInput struct {
@@ -76,7 +79,7 @@ type (
 		Name   string `json:"name,omitempty" jsonschema:"only passes of this backfill"`
 		Status string `json:"status,omitempty" jsonschema:"running, completed or failed"`
 		RunID  string `json:"run_id,omitempty" jsonschema:"only the pass of this run"`
-		Limit  int    `json:"limit,omitempty" jsonschema:"at most this many rows, 1 to 10000"`
+		Limit  *int   `json:"limit,omitempty" jsonschema:"at most this many rows, 1 to 10000"`
 	}
 	// SchedulesInput names one schedule, or none for all.
 	SchedulesInput struct {
@@ -147,7 +150,7 @@ func (t *tools) register(s *sdk.Server) {
 	add(t, s, ToolListRuns, "List runs, newest first, by queue, state, job, tenant, creation time, or a run id / idempotency key; one page at a time (pass next as before).",
 		readOnly("List runs"), func(ctx context.Context, in ListRunsInput) (any, error) {
 			f := engine.RunFilter{Queue: in.Queue, State: store.State(in.State), Job: in.Job, Tenant: in.Tenant,
-				Search: in.Search, Before: in.Before, Limit: in.Limit}
+				Search: in.Search, Before: in.Before}
 			var err error
 			if f.CreatedFrom, err = parseTime("created_from", in.CreatedFrom); err != nil {
 				return nil, err
@@ -155,8 +158,8 @@ func (t *tools) register(s *sdk.Server) {
 			if f.CreatedTo, err = parseTime("created_to", in.CreatedTo); err != nil {
 				return nil, err
 			}
-			if in.Limit < 0 {
-				return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %d: want 1 to %d", in.Limit, engine.MaxSearchPage)
+			if f.Limit, err = page(in.Before, in.Limit); err != nil {
+				return nil, err
 			}
 			return t.c.SearchRuns(ctx, f)
 		})
@@ -174,10 +177,11 @@ func (t *tools) register(s *sdk.Server) {
 		})
 	add(t, s, ToolDeadLetters, "List dead-lettered runs (failed, retries exhausted), newest first, with their error.",
 		readOnly("List dead letters"), func(ctx context.Context, in DeadLettersInput) (any, error) {
-			if in.Limit < 0 {
-				return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %d: want 1 to %d", in.Limit, engine.MaxSearchPage)
+			limit, err := page(in.Before, in.Limit)
+			if err != nil {
+				return nil, err
 			}
-			return t.c.DeadLetters(ctx, store.ListParams{Queue: in.Queue, Job: in.Job, Tenant: in.Tenant, Before: in.Before, Limit: in.Limit})
+			return t.c.DeadLetters(ctx, store.ListParams{Queue: in.Queue, Job: in.Job, Tenant: in.Tenant, Before: in.Before, Limit: limit})
 		})
 	add(t, s, ToolManifest, "Inspect the fleet's manifest: what the workers declare (jobs, queues, backfills, schedules), who declares it, and every worker with when it was last heard from.",
 		readOnly("Inspect the manifest"), func(ctx context.Context, in ManifestInput) (any, error) {
@@ -185,10 +189,11 @@ func (t *tools) register(s *sdk.Server) {
 		})
 	add(t, s, ToolBackfills, "List the backfill ledger: each pass with its status and progress, newest first.",
 		readOnly("List backfills"), func(ctx context.Context, in BackfillsInput) (any, error) {
-			if in.Limit < 0 {
-				return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %d: want 1 to 10000", in.Limit)
+			limit, err := paging.LimitOf(in.Limit, 0, paging.MaxBackfills)
+			if err != nil {
+				return nil, err
 			}
-			bs, err := t.c.Backfills(ctx, store.BackfillFilter{Name: in.Name, Status: in.Status, RunID: in.RunID, Limit: in.Limit})
+			bs, err := t.c.Backfills(ctx, store.BackfillFilter{Name: in.Name, Status: in.Status, RunID: in.RunID, Limit: limit})
 			return BackfillsOutput{Backfills: bs}, err
 		})
 	add(t, s, ToolSchedules, "List the schedules (or one by name): cron, time zone, job, next fire, paused, last run.",
@@ -256,6 +261,15 @@ func (t *tools) by(who string) string {
 		return t.o.Actor
 	}
 	return who
+}
+
+// page checks a run listing's cursor and page size by the rule the HTTP API and the console
+// apply (package paging): the engine behind client.Local checks neither.
+func page(before string, limit *int) (int, error) {
+	if err := paging.Cursor(before); err != nil {
+		return 0, err
+	}
+	return paging.LimitOf(limit, paging.Default, paging.Max)
 }
 
 func required(field, v string) error {

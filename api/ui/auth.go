@@ -144,6 +144,12 @@ func (u *UI) mayAct(r *http.Request, w who) error {
 	if !w.canAct {
 		return jobs.Errorf(jobs.CodeForbidden, "your role may look but not act")
 	}
+	return u.checkCSRF(r, w)
+}
+
+// checkCSRF refuses a browser's form POST without its session's CSRF token; a bearer request
+// needs none (no browser sends that header by itself).
+func (u *UI) checkCSRF(r *http.Request, w who) error {
 	if w.bearer {
 		return nil
 	}

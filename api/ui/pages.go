@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
@@ -49,10 +49,12 @@ func runsData(r *Request) (any, error) {
 	if f.CreatedTo, err = parseTime("to", v.To); err != nil {
 		return nil, err
 	}
-	if l := q.Get("limit"); l != "" {
-		if f.Limit, err = strconv.Atoi(l); err != nil {
-			return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %q is not a number", l)
-		}
+	// The page by the rule of every listing (package paging), as the JSON API reads it.
+	if err := paging.Cursor(f.Before); err != nil {
+		return nil, err
+	}
+	if f.Limit, err = paging.Limit(q.Get("limit"), paging.Default, paging.Max); err != nil {
+		return nil, err
 	}
 	v.Filter = f
 	if v.Page, err = r.Engine.SearchRuns(r.Context(), f); err != nil {
@@ -96,10 +98,11 @@ const deadPage = 50
 func deadData(r *Request) (any, error) {
 	q := r.URL.Query()
 	p := store.ListParams{Queue: q.Get("queue"), Before: q.Get("before"), Limit: deadPage + 1}
-	for field, v := range map[string]string{"queue": p.Queue, "before": p.Before} {
-		if err := jobs.ValidIdentifier(field, v); err != nil {
-			return nil, err
-		}
+	if err := jobs.ValidIdentifier("queue", p.Queue); err != nil {
+		return nil, err
+	}
+	if err := paging.Cursor(p.Before); err != nil {
+		return nil, err
 	}
 	runs, err := r.Engine.InspectDeadLetters(r.Context(), p)
 	if err != nil {
@@ -210,10 +213,16 @@ func pretty(v any) string {
 
 // action authorizes an action and checks its CSRF token before anything changes.
 func (u *UI) action(h func(w http.ResponseWriter, r *http.Request, me who) error) http.Handler {
+	return u.form(u.mayAct, h)
+}
+
+// form serves a form POST: who the caller is, then check (the role and the CSRF token for an
+// action, the CSRF token alone for logging out), then h.
+func (u *UI) form(check func(r *http.Request, me who) error, h func(w http.ResponseWriter, r *http.Request, me who) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, err := u.authorize(r)
 		if err == nil {
-			err = u.mayAct(r, me)
+			err = check(r, me)
 		}
 		if err == nil {
 			err = h(w, r, me)

@@ -56,3 +56,34 @@ func TestConsoleRoles(t *testing.T) {
 		t.Fatalf("an operator's cancel left the run %s", r.State)
 	}
 }
+
+// A viewer may log out: logging out ends the browser's own session and acts on nothing, so it
+// needs the session's CSRF token (another site must not end it) but not an operator's role.
+func TestViewerLogsOut(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger, Credentials: []api.Credential{
+		{Token: "view", Role: api.RoleViewer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Drain)
+	b := newBrowser(t, ts.URL)
+	st, body, _ := b.post("/_x/login", url.Values{"token": {"view"}})
+	want(t, "a viewer logs in", st, body, http.StatusSeeOther)
+	st, page := b.get("/_x/")
+	want(t, "a viewer's page", st, page, http.StatusOK, "Log out")
+	st, body, _ = b.post("/_x/logout", url.Values{"csrf": {"forged"}})
+	want(t, "logout with a forged csrf", st, body, http.StatusForbidden, "X_FORBIDDEN")
+	st, body = b.get("/_x/")
+	want(t, "after a refused logout", st, body, http.StatusOK)
+	st, body, h := b.post("/_x/logout", url.Values{"csrf": {csrf(t, page)}})
+	want(t, "a viewer logs out", st, body, http.StatusSeeOther)
+	if loc := h.Get("Location"); loc != "/_x/login" {
+		t.Errorf("logout redirects to %q", loc)
+	}
+	st, body = b.get("/_x/")
+	want(t, "after logout", st, body, http.StatusUnauthorized, "X_UNAUTHORIZED")
+}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/internal/route"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/scheduler"
@@ -180,14 +181,14 @@ func (u *UI) routes() {
 	m.Handle("POST "+u.prefix+"/schedules/{name}/{verb}", u.action(u.scheduleAction))
 	m.HandleFunc("GET "+u.prefix+"/login", u.loginForm)
 	m.HandleFunc("POST "+u.prefix+"/login", u.login)
-	m.Handle("POST "+u.prefix+"/logout", u.action(u.logout))
+	// Logging out changes nothing but the browser's own cookie, so a viewer may: it needs the
+	// session's CSRF token (another site must not end it), not the role an action needs.
+	m.Handle("POST "+u.prefix+"/logout", u.form(u.checkCSRF, u.logout))
 	m.Handle("GET "+u.prefix+"/static/", u.static)
 	m.HandleFunc(u.prefix, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.prefix+"/", http.StatusMovedPermanently)
 	})
-	m.HandleFunc(u.prefix+"/", func(w http.ResponseWriter, r *http.Request) {
-		u.fail(w, r, who{}, jobs.Errorf(jobs.CodeBadRequest, "no page %s %s", r.Method, r.URL.Path))
-	})
+	// No catch-all: a request no pattern takes is refused by ServeHTTP as the API refuses one.
 	u.mux = m
 }
 
@@ -200,6 +201,15 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	// An unknown page is 404 X_ROUTE_NOT_FOUND, a wrong method 405 X_METHOD_NOT_ALLOWED with
+	// Allow: the API's codes and statuses (route.Refusal), rendered as the console's error page.
+	if e, allow := route.Refusal(u.mux, r); e != nil {
+		if allow != "" {
+			h.Set("Allow", allow)
+		}
+		u.fail(w, r, who{}, e)
+		return
+	}
 	u.mux.ServeHTTP(w, r)
 }
 

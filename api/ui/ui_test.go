@@ -191,11 +191,17 @@ func TestRefusals(t *testing.T) {
 			{"/_x/runs?from=yesterday", 400, "X_BAD_REQUEST"},
 			{"/_x/runs?from=2026-02-01T00:00&to=2026-01-01T00:00", 400, "X_BAD_REQUEST"},
 			{"/_x/runs?limit=100000", 400, "X_BAD_REQUEST"},
+			// The page by the API's rule (package paging): 0 is no page size, and a cursor is
+			// a run id, not text that would silently answer the first page.
+			{"/_x/runs?limit=0", 400, "X_BAD_REQUEST"},
+			{"/_x/runs?before=zz", 400, "X_BAD_REQUEST"},
+			{"/_x/runs?before=garbage&state=ready", 400, "X_BAD_REQUEST"},
+			{"/_x/dead-letters?before=zz", 400, "X_BAD_REQUEST"},
 			{"/_x/runs?q=%00", 400, "X_BAD_REQUEST"},
 			{"/_x/runs?job=%ff", 400, "X_BAD_REQUEST"},
 			{"/_x/runs/no-such-run", 404, "X_RUN_NOT_FOUND"},
 			{"/_x/runs/%00", 400, "X_BAD_REQUEST"},
-			{"/_x/nowhere", 400, "X_BAD_REQUEST"},
+			{"/_x/nowhere", 404, "X_ROUTE_NOT_FOUND"},
 		} {
 			st, body := b.get(c.path)
 			want(t, c.path, st, body, c.status, c.code)
@@ -286,6 +292,38 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 		want(t, p, st, body, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;")
 		if strings.Contains(body, evil) {
 			t.Errorf("%s renders a caller's value as markup", p)
+		}
+	}
+}
+
+// An unknown page is 404 X_ROUTE_NOT_FOUND and a wrong method 405 X_METHOD_NOT_ALLOWED with
+// Allow, as on the API, rendered as the console's error page (it was a 400 X_BAD_REQUEST).
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	b := newBrowser(t, serve(t, env, ""))
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{http.MethodGet, "/_x/nosuch", 404, "X_ROUTE_NOT_FOUND", ""},
+		{http.MethodPost, "/_x/nosuch", 404, "X_ROUTE_NOT_FOUND", ""},
+		{http.MethodGet, "/_x/runs/x/nosuch", 404, "X_ROUTE_NOT_FOUND", ""},
+		{http.MethodDelete, "/_x/runs/x", 405, "X_METHOD_NOT_ALLOWED", "GET, HEAD"},
+		{http.MethodPost, "/_x/runs", 405, "X_METHOD_NOT_ALLOWED", "GET, HEAD"},
+		{http.MethodGet, "/_x/runs/x/cancel", 405, "X_METHOD_NOT_ALLOWED", "POST"},
+		{http.MethodGet, "/_x/logout", 405, "X_METHOD_NOT_ALLOWED", "POST"},
+	} {
+		req, _ := http.NewRequest(c.method, b.base+c.path, nil)
+		st, body, h := b.do(req)
+		what := c.method + " " + c.path
+		want(t, what, st, body, c.status, c.code, "Back to the overview")
+		if got := h.Get("Allow"); got != c.allow {
+			t.Errorf("%s: Allow %q, want %q", what, got, c.allow)
+		}
+		if ct := h.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("%s: Content-Type %q, want the console's error page", what, ct)
 		}
 	}
 }
