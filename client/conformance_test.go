@@ -196,6 +196,11 @@ func TestOneClientAPI(t *testing.T) {
 				"bad state":     func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{State: "lost"}); return err },
 				"limit too big": func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Limit: 501}); return err },
 				"NUL in job":    func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Job: "a\x00b"}); return err },
+				"bad cursor":    func(c client.Client) error { _, err := c.ListRuns(ctx, store.ListParams{Before: "zz"}); return err },
+				"bad search cursor": func(c client.Client) error {
+					_, err := c.SearchRuns(ctx, engine.RunFilter{Before: "garbage"})
+					return err
+				},
 				"bad backfill": func(c client.Client) error {
 					_, err := c.Backfills(ctx, store.BackfillFilter{Status: "odd"})
 					return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
@@ -14,9 +15,6 @@ import (
 	"github.com/ultimat3/jobs/signals"
 	"github.com/ultimat3/jobs/store"
 )
-
-// maxBackfillPage bounds Backfills' Limit, as the HTTP API does.
-const maxBackfillPage = 10_000
 
 // InProcess is the Client of an engine in this process. It is a thin adapter: each method is
 // one of the engine's (or the scheduler's) projections, checked as the HTTP API checks the same
@@ -60,12 +58,18 @@ func checkRunID(id string) error {
 
 // ListRuns implements Reader.
 func (c *InProcess) ListRuns(ctx context.Context, p store.ListParams) (engine.RunPage, error) {
+	if err := paging.Cursor(p.Before); err != nil {
+		return engine.RunPage{}, err
+	}
 	return c.eng.SearchRuns(ctx, engine.RunFilter{Queue: p.Queue, State: p.State, Job: p.Job, Tenant: p.Tenant,
 		Before: p.Before, Limit: max(p.Limit, 0)})
 }
 
 // SearchRuns implements Reader.
 func (c *InProcess) SearchRuns(ctx context.Context, f engine.RunFilter) (engine.RunPage, error) {
+	if err := paging.Cursor(f.Before); err != nil {
+		return engine.RunPage{}, err
+	}
 	f.Limit = max(f.Limit, 0)
 	return c.eng.SearchRuns(ctx, f)
 }
@@ -110,8 +114,8 @@ func (c *InProcess) Backfills(ctx context.Context, f store.BackfillFilter) ([]ba
 	if err := checkText(map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID}); err != nil {
 		return nil, err
 	}
-	if f.Limit > maxBackfillPage {
-		return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %d: want 1 to %d", f.Limit, maxBackfillPage)
+	if f.Limit > paging.MaxBackfills {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "limit %d: want 1 to %d", f.Limit, paging.MaxBackfills)
 	}
 	f.Limit = max(f.Limit, 0)
 	return c.eng.InspectBackfills(ctx, f)
