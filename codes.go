@@ -77,7 +77,9 @@ const (
 	// Child runs.
 	CodeChildFailed Code = "X_CHILD_FAILED"
 	CodeNotChild    Code = "X_NOT_CHILD"
-	CodeKeyTaken    Code = "X_IDEMPOTENCY_KEY_TAKEN"
+	// Tenancy: a key or an input that belongs to another tenant.
+	CodeKeyTaken          Code = "X_IDEMPOTENCY_KEY_TAKEN"
+	CodeJobTenantMismatch Code = "X_JOB_TENANT_MISMATCH"
 	// Trace and actor (actor.go).
 	CodeActorInvalid Code = "X_ACTOR_INVALID"
 	// Developer experience: what a CLI user or a second process runs into.
@@ -147,6 +149,7 @@ var codeTable = []CodeInfo{
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
+	{CodeJobTenantMismatch, Terminal, "a run's tenant is not the one its job derives from its input (an untyped enqueue named another tenant): the body did not run"},
 	{CodeKeyTaken, Terminal, "an enqueue's idempotency key is held by a live run of another tenant: keys are unique per job across tenants, and another tenant's run is never handed back as the caller's"},
 	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},

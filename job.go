@@ -225,11 +225,20 @@ func (j *Job[In, Out]) Identity(input []byte) (Identity, error) {
 	return j.identity(in)
 }
 
-// Execute implements Definition.
+// Execute implements Definition. A run whose tenant is not the one the job derives from its
+// input is refused before the body runs (X_JOB_TENANT_MISMATCH): an untyped enqueue names the
+// tenant beside the input, and a caller scoped to one tenant could otherwise have the body act
+// on another tenant's input (an org id in it) under its own tenant's name.
 func (j *Job[In, Out]) Execute(ctx *Ctx, input []byte) ([]byte, error) {
 	var in In
 	if err := Decode(input, &in); err != nil {
 		return nil, err
+	}
+	if !j.tenant.none {
+		if want, got := j.tenant.from(in), ctx.Actor().Tenant; want != got {
+			return nil, Errorf(CodeJobTenantMismatch, "run %s of %q carries tenant %q, but the job derives tenant %q from its input; the body did not run",
+				ctx.Run().RunID, j.name, got, want)
+		}
 	}
 	out, err := j.body(ctx, in)
 	if err != nil {

@@ -3,10 +3,13 @@ package jobs_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/worker"
 )
 
 // A key held by a live run of another tenant is refused, in a single and in a bulk enqueue, with
@@ -54,5 +57,43 @@ func TestAKeyHeldByAnotherTenantIsRefused(t *testing.T) {
 		if !jobs.HasCode(items[2].Error, jobs.CodeKeyTaken) || items[2].RunID != "" {
 			t.Fatalf("bulk item on a key an earlier item took for another tenant: %+v", items[2])
 		}
+	})
+}
+
+// An untyped enqueue names the tenant beside the input; a run whose tenant is not the one its job
+// derives from that input is refused before the body runs, terminally, so a caller scoped to one
+// tenant cannot have the body act on another tenant's org under its own tenant's name.
+func TestARunWhoseTenantIsNotItsInputsIsRefused(t *testing.T) {
+	type org struct {
+		OrgID string `json:"orgId"`
+	}
+	var ran atomic.Int32
+	provision := jobs.MustDefine("provision", func(o org) string { return "provision:" + o.OrgID },
+		jobs.TenantFrom(func(o org) string { return o.OrgID }),
+		func(c *jobs.Ctx, o org) (string, error) { ran.Add(1); return "db-" + o.OrgID, nil })
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		env.Worker(worker.Config{}, provision)
+		input, _ := jobs.Encode(org{OrgID: "victim"})
+		res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "provision", Key: "provision:victim", Tenant: "acme", Input: input})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := env.Await(res.RunID, store.StateFailed, store.StateCompleted)
+		if run.State != store.StateFailed || run.ErrorCode != string(jobs.CodeJobTenantMismatch) || run.Attempt != 1 {
+			t.Fatalf("run %s %s %q at attempt %d; want failed X_JOB_TENANT_MISMATCH on its first attempt", run.State, run.ErrorCode, run.Error, run.Attempt)
+		}
+		if n := ran.Load(); n != 0 {
+			t.Fatalf("the body ran %d times", n)
+		}
+		// The typed enqueue, which derives the tenant, runs.
+		ok, err := provision.Enqueue(ctx, env.Engine, org{OrgID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run := env.Await(ok.RunID, store.StateCompleted, store.StateFailed); run.State != store.StateCompleted {
+			t.Fatalf("the typed enqueue's run %s %s", run.State, run.Error)
+		}
+		ran.Store(0)
 	})
 }

@@ -49,6 +49,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeChildFailed:              http.StatusConflict,
 	jobs.CodeNotChild:                 http.StatusBadRequest,
 	jobs.CodeKeyTaken:                 http.StatusConflict,
+	jobs.CodeJobTenantMismatch:        http.StatusConflict,
 	jobs.CodeJobConcurrencyUnenforced: http.StatusConflict,
 	jobs.CodeBackfillApplied:          http.StatusConflict,
 	jobs.CodeBackfillEnvironment:      http.StatusConflict,
