@@ -319,6 +319,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 	// runner waiting for one, else a runner is started for it.
 	idle := make(chan frontend.Task)
 	backoff := 50 * time.Millisecond
+	var failures pollFailures
 	wait, batch := w.lingerFor(concurrency)
 	for w.pollCtx.Err() == nil {
 		// Wait for a free slot before asking for work, so a claimed run never waits in memory
@@ -352,7 +353,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 				return
 			}
 			w.pollResult(queue, err)
-			w.log.Warn("jobs.poll.failed", "queue", queue, "err", err)
+			failures.failed(w.log, queue, err, w.cfg.Clock.Now())
 			select {
 			case <-time.After(backoff):
 			case <-w.pollCtx.Done():
@@ -362,6 +363,7 @@ func (w *Worker) poll(queue string, concurrency int) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		failures.recovered(w.log, queue, w.cfg.Clock.Now())
 		w.pollResult(queue, nil)
 		for _, t := range tasks {
 			w.inflight.Add(1)
