@@ -473,12 +473,19 @@ func refusal(status int, contentType string, h http.Header, body []byte) error {
 		}
 	}
 	if e.Code == "" {
-		// Not the engine's answer (a proxy's error page, a body cut short).
-		text := strings.TrimSpace(string(body))
-		if len(text) > 200 {
-			text = text[:200] + "…"
+		// Not the engine's answer: a proxy's error page, another server at the address, a body
+		// cut short. An HTML page is not worth printing; any other text is put on one line and
+		// clipped.
+		text := strings.Join(strings.Fields(string(body)), " ")
+		switch {
+		case strings.HasPrefix(contentType, "text/html") || strings.HasPrefix(text, "<"):
+			e = jobs.Errorf(codeOfStatus(status), "HTTP %d with a web page: the server does not answer as a jobs engine (is the address right?)", status)
+		default:
+			if len(text) > 200 {
+				text = strings.ToValidUTF8(text[:200], "") + "…"
+			}
+			e = jobs.Errorf(codeOfStatus(status), "HTTP %d: %s", status, text)
 		}
-		e = jobs.Errorf(codeOfStatus(status), "HTTP %d: %s", status, text)
 	}
 	if e.RetryAfter == 0 {
 		e.RetryAfter = parseRetryAfter(h.Get("Retry-After"))

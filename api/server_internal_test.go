@@ -132,4 +132,15 @@ func TestErrorWireFormats(t *testing.T) {
 	if !jobs.HasCode(back, jobs.CodeStoreUnavailable) {
 		t.Fatalf("proxy 502 reads as %v", back)
 	}
+	// Another web server at the address: its page is not printed, the refusal says what it is.
+	page := "<!DOCTYPE HTML>\n<html>\n<head><title>Error response</title></head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 404</p>\n</body>\n</html>\n"
+	back = refusal(http.StatusNotFound, "text/html;charset=utf-8", http.Header{}, []byte(page))
+	if msg := back.Error(); strings.Contains(msg, "<") || strings.Contains(msg, "\n") || !strings.Contains(msg, "not answer as a jobs engine") {
+		t.Fatalf("another server's page reads as %q", msg)
+	}
+	// Plain text from elsewhere is kept, on one line.
+	back = refusal(http.StatusNotImplemented, "text/plain", http.Header{}, []byte("Unsupported method ('POST')\nTry again\n"))
+	if msg := back.Error(); !strings.HasSuffix(msg, "HTTP 501: Unsupported method ('POST') Try again") {
+		t.Fatalf("plain text reads as %q", msg)
+	}
 }

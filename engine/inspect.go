@@ -51,6 +51,10 @@ type RunView struct {
 	// (the enqueuer's span): look the run's attempts up in the tracing backend by it.
 	TraceID     string `json:"traceId,omitempty"`
 	TraceParent string `json:"traceparent,omitempty"`
+	// DueAt is when a delayed run becomes ready: its enqueue's delay, or its failed attempt's
+	// retry time. Absent for a run that is not delayed, or whose time is not known (a worker
+	// handed the claim back for later).
+	DueAt *time.Time `json:"dueAt,omitempty"`
 }
 
 // StepView is one durable call of a run's trace.
@@ -134,6 +138,10 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 	if run.State == store.StateCompleted {
 		v.Result = renderJSON(run.Result)
 	}
+	var due time.Time // the latest known time the run was delayed to
+	if run.ReadyAt.After(run.CreatedAt) {
+		due = run.ReadyAt // an enqueue's delay (the row's ReadyAt is set to it at create)
+	}
 	find := func(kind, name string) *StepView {
 		for i := len(v.Steps) - 1; i >= 0; i-- {
 			if v.Steps[i].Kind == kind && v.Steps[i].Name == name {
@@ -185,6 +193,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 			if !x.RetryAt.IsZero() {
 				r := x.RetryAt
 				a.RetryAt = &r
+				due = r
 			}
 			v.Attempts = append(v.Attempts, a)
 		case history.RunCancelled:
@@ -204,6 +213,11 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 				}
 			}
 		}
+	}
+	// A time already past for a run still delayed is not its due time (a hand-back for later
+	// leaves none in the history): say nothing rather than something stale.
+	if run.State == store.StateDelayed && due.After(e.clock.Now()) {
+		v.DueAt = &due
 	}
 	return v, nil
 }
