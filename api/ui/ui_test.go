@@ -167,6 +167,8 @@ func TestPages(t *testing.T) {
 		if strings.Contains(body, `id="retry"`) {
 			t.Error("a suspended run offers a retry")
 		}
+		st, body = b.get("/_x/runs/" + runs[store.StateDelayed])
+		want(t, "delayed run", st, body, http.StatusOK, "<dt>Due</dt>", "in 1h")
 
 		st, body = b.get("/_x/dead-letters")
 		want(t, "dead letters", st, body, http.StatusOK, runs[store.StateFailed], "X_BAD_REQUEST")
