@@ -27,6 +27,15 @@ const (
 	RoleAdmin Role = "admin"
 )
 
+// Credential names the role with its article, for messages: "an admin credential", "a viewer
+// credential".
+func (r Role) Credential() string {
+	if r != "" && strings.ContainsRune("aeiou", rune(r[0])) {
+		return "an " + string(r) + " credential"
+	}
+	return "a " + string(r) + " credential"
+}
+
 // Credential is one bearer token with its role and, optionally, the tenant it is scoped to. A
 // tenant-scoped credential (operator or viewer) sees and acts on that tenant's runs only: other
 // tenants' runs are not found, a listing is filtered to the tenant, an enqueue must name it, and
@@ -60,14 +69,14 @@ func (c Credential) validate() error {
 	switch c.Role {
 	case RoleWorker, RoleAdmin:
 		if c.Tenant != "" {
-			return jobs.Errorf(jobs.CodeBadRequest, "a %s credential cannot be scoped to a tenant: workers and admins serve the whole fleet", c.Role)
+			return jobs.Errorf(jobs.CodeBadRequest, "%s cannot be scoped to a tenant: workers and admins serve the whole fleet", c.Role.Credential())
 		}
 	case RoleOperator, RoleViewer:
 	default:
 		return jobs.Errorf(jobs.CodeBadRequest, "credential role %q: want worker, operator, viewer or admin", c.Role)
 	}
 	if c.Token == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "a %s credential has an empty token", c.Role)
+		return jobs.Errorf(jobs.CodeBadRequest, "%s has an empty token", c.Role.Credential())
 	}
 	return jobs.ValidIdentifier("tenant", c.Tenant)
 }
@@ -157,7 +166,7 @@ func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error)
 	}
 	need := needs(r)
 	if !c.Role.can(need) {
-		return r, jobs.Errorf(jobs.CodeForbidden, "a %s credential may not %s", c.Role, need)
+		return r, jobs.Errorf(jobs.CodeForbidden, "%s may not %s", c.Role.Credential(), need)
 	}
 	if c.Tenant == "" {
 		return r, nil

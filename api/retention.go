@@ -15,7 +15,7 @@ func retentionAllowed(r *http.Request, act bool) error {
 	}
 	// Deleting history is beyond an operator's enqueue, cancel and retry.
 	if act && c.Role != RoleAdmin {
-		return jobs.Errorf(jobs.CodeForbidden, "running retention deletes runs and their histories: an admin credential may, a %s may not (a dry run needs only a viewer)", c.Role)
+		return jobs.Errorf(jobs.CodeForbidden, "running retention deletes runs and their histories: an admin credential may, %s may not (a dry run needs only a viewer)", c.Role.Credential())
 	}
 	return nil
 }

@@ -104,21 +104,26 @@ func backfillPending(cmd *cobra.Command, c *api.Client, o *backfillOptions) erro
 	} else {
 		if len(rep.Rows) == 0 {
 			fmt.Fprintln(out, "no backfills are declared to this engine")
-		}
-		tw := newTable(out)
-		fmt.Fprintln(tw, "BACKFILL\tSTATE\tRUN\tCHECKSUM")
-		for _, r := range rep.Rows {
-			sum := r.Checksum
-			if r.LedgerChecksum != "" {
-				sum += " (last pass: " + r.LedgerChecksum + ")"
+		} else {
+			tw := newTable(out)
+			fmt.Fprintln(tw, "BACKFILL\tSTATE\tRUN\tCHECKSUM")
+			for _, r := range rep.Rows {
+				sum := cell(r.Checksum, 0)
+				if r.LedgerChecksum != "" {
+					sum += " (last pass: " + cell(r.LedgerChecksum, 0) + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(r.Name, identWidth), cell(r.State, 0), cell(orDash(r.RunID), 0), sum)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.State, orDash(r.RunID), sum)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
 		if len(rep.Orphaned) > 0 {
-			fmt.Fprintf(out, "\nin the ledger but no longer declared: %s\n", strings.Join(rep.Orphaned, ", "))
+			names := make([]string, len(rep.Orphaned))
+			for i, n := range rep.Orphaned {
+				names[i] = cell(n, identWidth)
+			}
+			fmt.Fprintf(out, "\nin the ledger but no longer declared: %s\n", strings.Join(names, ", "))
 		}
 	}
 	if rep.Unswept() {
@@ -142,9 +147,16 @@ func backfillList(cmd *cobra.Command, c *api.Client, o *backfillOptions) error {
 		return err
 	}
 	if o.json {
+		if ps == nil {
+			ps = []backfill.Progress{} // [], as every listing prints none
+		}
 		return printJSON(cmd.OutOrStdout(), struct {
 			Backfills []backfill.Progress `json:"backfills"`
 		}{ps})
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "no backfill passes")
+		return nil
 	}
 	return printBackfills(cmd.OutOrStdout(), time.Now(), ps)
 }
@@ -161,8 +173,8 @@ func printBackfills(w io.Writer, now time.Time, ps []backfill.Progress) error {
 				eta = p.ETA.String()
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\n", p.Name, p.RunID, p.Status, p.Rows, p.RowsPerSecond,
-			left, eta, clip(orDash(p.Cursor), 30), ago(now, p.StartedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\n", cell(p.Name, identWidth), cell(p.RunID, 0), cell(p.Status, 0),
+			p.Rows, p.RowsPerSecond, left, eta, cell(orDash(p.Cursor), 30), ago(now, p.StartedAt))
 	}
 	return tw.Flush()
 }
@@ -191,6 +203,15 @@ type passCount struct {
 
 func backfillRun(cmd *cobra.Command, c *api.Client, o *backfillOptions, name string) error {
 	ctx := cmd.Context()
+	// The application's database first: a wrong --migrations is a usage error whatever the
+	// engine holds (opening it connects to nothing yet).
+	ledger, err := o.migrationLedger(ctx)
+	if err != nil {
+		return err
+	}
+	if ledger != nil {
+		defer ledger.close()
+	}
 	decls, err := c.DeclaredBackfills(ctx)
 	if err != nil {
 		return err
@@ -218,15 +239,8 @@ func backfillRun(cmd *cobra.Command, c *api.Client, o *backfillOptions, name str
 			return jobs.Errorf(jobs.CodeJobUnknown, "no backfill named %q is declared to this engine", name)
 		}
 	}
-	ledger, err := o.migrationLedger(ctx)
-	if err != nil {
-		return err
-	}
-	if ledger != nil {
-		defer ledger.close()
-	}
 	// Each name on its own: a refusal or a failure is reported and the next name still runs.
-	var results []dryRun
+	results := []dryRun{} // --json prints [] when nothing is pending, as every listing does
 	failed := 0
 	for _, d := range todo {
 		r := o.one(ctx, c, d, ledger)
@@ -337,15 +351,16 @@ func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Dec
 }
 
 func printDryRun(w io.Writer, r dryRun, write bool) {
+	name := cell(r.Name, 0)
 	switch {
 	case !r.Run:
-		fmt.Fprintf(w, "%s: refused: %s\n", r.Name, r.Message)
+		fmt.Fprintf(w, "%s: refused: %s\n", name, errorCell(r.Message, true))
 	case r.RunID != "" && r.Deduped:
-		fmt.Fprintf(w, "%s: a pass is already live: run %s\n", r.Name, r.RunID)
+		fmt.Fprintf(w, "%s: a pass is already live: run %s\n", name, cell(r.RunID, 0))
 	case r.RunID != "":
-		fmt.Fprintf(w, "%s: enqueued run %s (the workers sweep it; watch with backfill --list)\n", r.Name, r.RunID)
+		fmt.Fprintf(w, "%s: enqueued run %s (the workers sweep it; watch with backfill --list)\n", name, cell(r.RunID, 0))
 	case !write:
-		fmt.Fprintf(w, "%s: would run (dry run; --write enqueues)\n", r.Name)
+		fmt.Fprintf(w, "%s: would run (dry run; --write enqueues)\n", name)
 	}
 	if r.Migration != "" {
 		fmt.Fprintf(w, "  requires: migration %s\n", r.Migration)
@@ -355,12 +370,12 @@ func printDryRun(w io.Writer, r dryRun, write bool) {
 		if r.Count.Left != nil {
 			left = fmt.Sprint(*r.Count.Left)
 		}
-		fmt.Fprintf(w, "  count: %d at the start of pass %s; left: %s\n", r.Count.Total, r.Count.RunID, left)
+		fmt.Fprintf(w, "  count: %d at the start of pass %s; left: %s\n", r.Count.Total, cell(r.Count.RunID, 0), left)
 	} else if !write {
 		fmt.Fprintln(w, "  count: not yet taken (a pass counts when it starts)")
 	}
 	if r.Last != nil {
-		fmt.Fprintf(w, "  last pass: %s %s, %d rows\n", r.Last.RunID, r.Last.Status, r.Last.Rows)
+		fmt.Fprintf(w, "  last pass: %s %s, %d rows\n", cell(r.Last.RunID, 0), cell(r.Last.Status, 0), r.Last.Rows)
 	}
 }
 
@@ -390,7 +405,11 @@ func (o *backfillOptions) migrationLedger(ctx context.Context) (*migrationLedger
 		}
 		q, closer = migrations.SQL(db), func() { _ = db.Close() }
 	default:
-		return nil, cli.Usage("--migrations %q: want postgres://… or sqlite:PATH", o.migrations)
+		// Named by its scheme alone: the value may be a connection string with a password.
+		if scheme, ok := urlScheme(o.migrations); ok {
+			return nil, cli.Usage("--migrations names a %q database: want postgres://… or sqlite:PATH", scheme)
+		}
+		return nil, cli.Usage("--migrations is not a postgres://… URL or sqlite:PATH (the value is not shown, as it may hold a password)")
 	}
 	switch o.migrationsKind {
 	case "golang-migrate":
@@ -416,17 +435,17 @@ func printRunBackfill(w io.Writer, p *backfill.Progress) error {
 	if p == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nbackfill %s (checksum %s, app %s)\n", p.Name, p.Checksum, orDash(p.AppVersion))
-	fmt.Fprintf(w, "  status:  %s\n  rows:    %d in %d batches, %.1f rows/s\n", p.Status, p.Rows, p.Batches, p.RowsPerSecond)
+	fmt.Fprintf(w, "\nbackfill %s (checksum %s, app %s)\n", cell(p.Name, 0), cell(p.Checksum, 0), cell(orDash(p.AppVersion), 0))
+	fmt.Fprintf(w, "  status:  %s\n  rows:    %d in %d batches, %.1f rows/s\n", cell(p.Status, 0), p.Rows, p.Batches, p.RowsPerSecond)
 	if p.Left != nil {
 		fmt.Fprintf(w, "  left:    %d of %d (ETA %s)\n", *p.Left, p.Total, p.ETA)
 	}
-	fmt.Fprintf(w, "  cursor:  %s\n  started: %s\n", orDash(p.Cursor), p.StartedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "  cursor:  %s\n  started: %s\n", cell(orDash(p.Cursor), 0), p.StartedAt.UTC().Format(time.RFC3339))
 	if !p.CompletedAt.IsZero() {
 		fmt.Fprintf(w, "  completed: %s\n", p.CompletedAt.UTC().Format(time.RFC3339))
 	}
 	if p.Error != "" {
-		fmt.Fprintf(w, "  error:   %s\n", p.Error)
+		fmt.Fprintf(w, "  error:   %s\n", errorCell(p.Error, true))
 	}
 	return nil
 }

@@ -95,6 +95,12 @@ func TestBadDatabaseURLPrintsACleanError(t *testing.T) {
 			t.Errorf("stderr carries fx's %q:\n%s", noise, r.stderr)
 		}
 	}
+	// One line: the driver's error holds one line per address it tried.
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if !strings.Contains(l, "msg=jobs.engine.starting") && !strings.HasPrefix(l, "X_DRIVER_UNAVAILABLE: ") {
+			t.Errorf("the error is not one line: %q in\n%s", l, r.stderr)
+		}
+	}
 }
 
 // A command group run without a subcommand, or with an unknown one, is a usage error (exit 2).

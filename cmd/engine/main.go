@@ -3,8 +3,9 @@
 // With no subcommand (or "serve") it serves the API (worker protocol, admin API, /metrics,
 // /healthz, /readyz) on 127.0.0.1:7233, over the embedded SQLite store at ./data/jobs.db, or over
 // Postgres when --database-url / DATABASE_URL names one. "engine migrate" applies the schema and
-// exits. The operator subcommands (jobs, events, history, dead-letters, codes, schedules) talk to a running
-// engine's API at --server / JOBS_SERVER; every listing has --json.
+// exits. The operator subcommands (jobs, events, history, dead-letters, codes, manifest, overview,
+// schedules, backfill, retention, mcp) talk to a running engine's API at --server / JOBS_SERVER;
+// every listing has --json.
 //
 // Errors print as "X_CODE: message" on stderr. Exit codes: 0 ok, 1 the command failed, 2 the
 // command line is wrong.

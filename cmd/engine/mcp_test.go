@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -148,5 +150,88 @@ func TestMCPOverStdio(t *testing.T) {
 		if code := <-done; code != 1 || !strings.Contains(errb.String(), "X_FORBIDDEN") {
 			t.Fatalf("token %s: exit %d, %s", token, code, errb)
 		}
+	}
+}
+
+// A line that is not JSON-RPC is answered with a JSON-RPC error and skipped, and the session
+// serves on; at the end of stdin the requests still in flight are answered before engine mcp
+// exits 0. Raw lines, as a script piping into engine mcp sends them.
+func TestMCPOverStdioSurvivesABadLine(t *testing.T) {
+	t.Parallel()
+	o := testenv.StartOps(t, memory.New())
+	srv, err := api.NewServer(api.Config{Engine: o.Engine, Logger: o.Logger, NoUI: true, Token: "admin-t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Drain)
+
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_runs","arguments":{"state":"failed"}}}`,
+		`garbage`,
+		``,
+		`{"a":1}`,
+		`  {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"inspect_run","arguments":{"run_id":"` + o.Failed + `"}}}  `,
+	}
+	var errb testenv.LogBuffer
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetContext(context.Background())
+	root.SetIn(strings.NewReader(strings.Join(lines, "\n") + "\n")) // stdin ends right after the last request
+	code := cli.Execute(root, []string{"mcp", "--server", ts.URL, "--token", "admin-t", "--timeout", "10s"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("engine mcp exited %d: %s\nstdout: %s", code, errb.String(), out.String())
+	}
+	type reply struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	results := map[float64]string{}
+	var errs []int
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r reply
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("stdout line %q: %v", l, err)
+		}
+		switch {
+		case r.ID == nil && r.Error != nil:
+			errs = append(errs, r.Error.Code)
+		case r.Error == nil:
+			results[r.ID.(float64)] = string(r.Result)
+		default:
+			t.Errorf("an error for request %v: %s", r.ID, l)
+		}
+	}
+	if len(errs) != 2 || errs[0] != -32700 || errs[1] != -32600 {
+		t.Errorf("errors answered %v, want the parse error -32700 and the invalid request -32600", errs)
+	}
+	if len(results) != 3 || !strings.Contains(results[2], o.Failed) || !strings.Contains(results[3], o.Failed) {
+		t.Errorf("answers %v, want requests 1, 2 and 3 answered, 2 and 3 naming the failed run\nstdout: %s", results, out.String())
+	}
+}
+
+// lineFilter answers an over-long line with a parse error and hands on the lines around it,
+// trimmed, the last one even without its newline.
+func TestMCPLineFilter(t *testing.T) {
+	t.Parallel()
+	msg := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	in := strings.NewReader(msg + "\n" + strings.Repeat("x", 200) + "\n\t" + msg + "\r\n" + msg)
+	var answered bytes.Buffer
+	f := &lineFilter{in: bufio.NewReaderSize(in, 16), out: &answered, max: len(msg) + 2}
+	got, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat(msg+"\n", 3); string(got) != want {
+		t.Errorf("handed on %q, want %q", got, want)
+	}
+	if !strings.Contains(answered.String(), `"code":-32700`) || strings.Count(answered.String(), "\n") != 1 {
+		t.Errorf("answered %q, want one parse error", answered.String())
 	}
 }

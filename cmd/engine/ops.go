@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"slices"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
+	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/cmd/internal/cli"
 	"github.com/ultimat3/jobs/engine"
@@ -50,6 +53,10 @@ func (o *clientOptions) withClient(run func(cmd *cobra.Command, args []string, c
 }
 
 func (o *clientOptions) client() (*api.Client, error) {
+	if o.timeout <= 0 {
+		// The client would quietly take its default for it.
+		return nil, cli.Usage("--timeout %s: want a positive duration such as 30s", o.timeout)
+	}
 	server := o.server
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
@@ -77,7 +84,7 @@ func (o *listOptions) flags(cmd *cobra.Command, withState bool) {
 	f.StringVar(&o.job, "job", "", "only runs of this job")
 	f.StringVar(&o.tenant, "tenant", "", "only runs of this tenant")
 	f.StringVar(&o.before, "before", "", "the page after this run id (the previous page's \"more\")")
-	f.IntVar(&o.limit, "limit", 20, "runs per page (1-500)")
+	f.IntVar(&o.limit, "limit", 20, fmt.Sprintf("runs per page (1-%d)", engine.MaxSearchPage))
 	f.BoolVar(&o.json, "json", false, "print JSON")
 }
 
@@ -93,11 +100,48 @@ func (o *listOptions) params() (store.ListParams, error) {
 	if o.state != "" && !slices.Contains(store.States, store.State(o.state)) {
 		return store.ListParams{}, cli.Usage("--state %q: want one of %s", o.state, states())
 	}
-	if o.limit < 1 || o.limit > 500 {
-		return store.ListParams{}, cli.Usage("--limit %d: want 1 to 500", o.limit)
+	if o.limit < 1 || o.limit > engine.MaxSearchPage {
+		return store.ListParams{}, cli.Usage("--limit %d: want 1 to %d", o.limit, engine.MaxSearchPage)
+	}
+	if paging.Cursor(o.before) != nil {
+		return store.ListParams{}, cli.Usage("--before %q is not a run id: pass the \"more: --before\" of the previous page", o.before)
 	}
 	return store.ListParams{Queue: o.queue, State: store.State(o.state), Job: o.job, Tenant: o.tenant,
 		Before: o.before, Limit: o.limit}, nil
+}
+
+// oneArg is cobra.ExactArgs(1) that also refuses an empty argument, naming what it should be: a
+// script's unset variable (`jobs show "$ID"`) would otherwise reach the engine as a path it does
+// not serve, or as a request that names nothing.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+			return err
+		}
+		if strings.TrimSpace(args[0]) == "" {
+			return cli.Usage("the %s is empty", what)
+		}
+		return nil
+	}
+}
+
+// forbidden reports whether the engine refused a call with X_FORBIDDEN.
+func forbidden(err error) bool { return jobs.CodeOf(err) == jobs.CodeForbidden }
+
+// noteLeftOut says, in one line on stderr, which sections spanning every tenant a command left
+// out because the engine refused them (a tenant-scoped credential reads its tenant's runs and
+// nothing fleet-wide), and the engine's refusal. On stderr, so --json's stdout stays the
+// document alone.
+func noteLeftOut(w io.Writer, sections []string, why error) {
+	fmt.Fprintf(w, "note: left out %s (%s)\n", strings.Join(sections, " and "), cell(oneLine(why.Error()), 0))
+}
+
+// orEmpty is s, or an empty slice for nil: a listing's --json prints [] for none, never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // whoami is the default attribution of an operator's action.
@@ -132,29 +176,58 @@ func jobsLsCmd(co *clientOptions) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			qs, err := c.Queues(cmd.Context())
+			// The runs first: a credential that may not read them fails on that refusal. The
+			// queues and the backfills in flight span every tenant, so a tenant-scoped
+			// credential is refused them, and they are left out rather than the whole listing.
+			page, err := c.ListRuns(cmd.Context(), p)
 			if err != nil {
+				return err
+			}
+			var leftOut []string
+			var why error
+			refused := func(section string, err error) bool {
+				if forbidden(err) {
+					leftOut = append(leftOut, section)
+					why = cmp.Or(why, err)
+					return true
+				}
+				return false
+			}
+			qs, err := c.Queues(cmd.Context())
+			queuesLeftOut := refused("the queues", err)
+			if err != nil && !queuesLeftOut {
 				return err
 			}
 			if o.queue != "" {
 				qs = slices.DeleteFunc(qs, func(q engine.QueueView) bool { return q.Queue != o.queue })
 			}
-			page, err := c.ListRuns(cmd.Context(), p)
-			if err != nil {
+			inFlight, err := c.Backfills(cmd.Context(), store.BackfillFilter{Status: backfill.StatusRunning})
+			backfillsLeftOut := refused("the backfills in flight", err)
+			if err != nil && !backfillsLeftOut {
 				return err
 			}
-			inFlight, err := c.Backfills(cmd.Context(), store.BackfillFilter{Status: backfill.StatusRunning})
-			if err != nil {
-				return err
+			if len(leftOut) > 0 {
+				noteLeftOut(cmd.ErrOrStderr(), leftOut, why)
 			}
 			out := cmd.OutOrStdout()
 			if o.json {
-				return printJSON(out, struct {
-					Queues    []engine.QueueView  `json:"queues"`
-					Backfills []backfill.Progress `json:"backfills"`
-					Runs      []engine.RunSummary `json:"runs"`
-					Next      string              `json:"next,omitempty"`
-				}{qs, inFlight, page.Runs, page.Next})
+				// A section left out is absent from the document; one the engine answered is
+				// there, [] when empty.
+				doc := struct {
+					Queues    *[]engine.QueueView  `json:"queues,omitempty"`
+					Backfills *[]backfill.Progress `json:"backfills,omitempty"`
+					Runs      []engine.RunSummary  `json:"runs"`
+					Next      string               `json:"next,omitempty"`
+				}{Runs: page.Runs, Next: page.Next}
+				if !queuesLeftOut {
+					qs = orEmpty(qs)
+					doc.Queues = &qs
+				}
+				if !backfillsLeftOut {
+					inFlight = orEmpty(inFlight)
+					doc.Backfills = &inFlight
+				}
+				return printJSON(out, doc)
 			}
 			if len(qs) > 0 {
 				if err := printQueues(out, qs); err != nil {
@@ -180,14 +253,19 @@ func jobsShowCmd(co *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "A run with its per-step trace, failed attempts and retries",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("run id"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			v, err := c.GetRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
+			// The backfill ledger spans every tenant: a tenant-scoped credential is refused it,
+			// and the run is shown without its ledger row (null in --json).
 			bf, err := runBackfill(cmd.Context(), c, args[0])
-			if err != nil {
+			switch {
+			case forbidden(err):
+				noteLeftOut(cmd.ErrOrStderr(), []string{"the backfill ledger row"}, err)
+			case err != nil:
 				return err
 			}
 			if asJSON {
@@ -212,7 +290,7 @@ func jobsCancelCmd(co *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a run: at once when queued or suspended, at its next heartbeat when running",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("run id"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			s, err := c.Cancel(cmd.Context(), args[0], reason)
 			if err != nil {
@@ -221,7 +299,7 @@ func jobsCancelCmd(co *clientOptions) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s (%s)\n", s.ID, s.Job)
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s (%s)\n", cell(s.ID, 0), cell(s.Job, 0))
 			return nil
 		}),
 	}
@@ -236,7 +314,7 @@ func jobsRetryCmd(co *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "retry ID",
 		Short: "Reopen a dead-lettered or blocked run, from a step with --from-step",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("run id"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			s, err := c.Retry(cmd.Context(), engine.RetryRequest{RunID: args[0], FromStep: fromStep, By: by, Reason: reason})
 			if err != nil {
@@ -247,9 +325,9 @@ func jobsRetryCmd(co *clientOptions) *cobra.Command {
 			}
 			from := ""
 			if fromStep != "" {
-				from = " from step " + fromStep
+				from = " from step " + cell(fromStep, 0)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "retried run %s (%s)%s: %s\n", s.ID, s.Job, from, s.State)
+			fmt.Fprintf(cmd.OutOrStdout(), "retried run %s (%s)%s: %s\n", cell(s.ID, 0), cell(s.Job, 0), from, cell(string(s.State), 0))
 			return nil
 		}),
 	}
@@ -271,7 +349,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 		Long: "Starts a run, or finds the live run holding the same key. An enqueue by name cannot derive\n" +
 			"the idempotency key or the tenant from the input, so both are required: --key, and\n" +
 			"--tenant or --no-tenant.",
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("job name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
 				return cli.UsageCode(jobs.CodeJobIdempotencyRequired, "name the run's idempotency key with --key")
@@ -285,6 +363,14 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 			in, err := jobs.FromJSON([]byte(input))
 			if err != nil {
 				return cli.Usage("--input is not JSON: %s", strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
+			}
+			// The engine's own bounds (EnqueueRequest.Validate), checked before the call so that
+			// a wrong flag is a usage error like the others.
+			if delay < 0 {
+				return cli.Usage("--delay %s: want 0 (now) or a positive duration", delay)
+			}
+			if priority < jobs.MinPriority || priority > jobs.MaxPriority {
+				return cli.Usage("--priority %d: want %d to %d", priority, jobs.MinPriority, jobs.MaxPriority)
 			}
 			c, err := co.client()
 			if err != nil {
@@ -303,9 +389,9 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
 			if res.Deduped {
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s already holds key %q (deduped)\n", res.RunID, key)
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s already holds key %q (deduped)\n", cell(res.RunID, 0), key)
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "enqueued run %s\n", res.RunID)
+				fmt.Fprintf(cmd.OutOrStdout(), "enqueued run %s\n", cell(res.RunID, 0))
 			}
 			return nil
 		},
@@ -317,7 +403,7 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 	f.BoolVar(&noTenant, "no-tenant", false, "the run acts for no tenant")
 	f.StringVar(&queue, "queue", "", "queue (default: \"default\"; a typed job's is in its definition)")
 	f.DurationVar(&delay, "delay", 0, "start the run after this long")
-	f.IntVar(&priority, "priority", 0, "order within the queue, -100 to 100: each level is a one-minute head start")
+	f.IntVar(&priority, "priority", 0, fmt.Sprintf("order within the queue, %d to %d: each level is a %s head start", jobs.MinPriority, jobs.MaxPriority, jobs.PriorityStep))
 	f.StringVar(&by, "by", whoami(), "who enqueued it (attribution, never authority)")
 	f.StringVar(&traceparent, "traceparent", os.Getenv("TRACEPARENT"), "W3C traceparent the run joins (default $TRACEPARENT)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
@@ -333,7 +419,7 @@ func newEventsCmd() *cobra.Command {
 	pub := &cobra.Command{
 		Use:   "publish NAME --payload JSON",
 		Short: "Publish an event; runs waiting for it whose match its fields equal receive it",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("event name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("payload") {
 				return cli.Usage("give the event's payload with --payload JSON (--payload null for none): waits match on its fields, so a publish without one is refused rather than guessed")
@@ -360,7 +446,7 @@ func newEventsCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "published %s as %s: delivered to %d waiting run(s)\n", args[0], res.EventID, res.Delivered)
+			fmt.Fprintf(cmd.OutOrStdout(), "published %s as %s: delivered to %d waiting run(s)\n", cell(args[0], 0), cell(res.EventID, 0), res.Delivered)
 			return nil
 		},
 	}
@@ -383,7 +469,7 @@ func newHistoryCmd() *cobra.Command {
 		Long: "Prints the run's history. The default, jsonl, is the dump format: save it under a\n" +
 			"testdata/ folder and replay it against the current code (replay.CheckFile) to catch a\n" +
 			"deploy that would no longer replay runs in flight. table is for people; json is one array.",
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON {
 				// --json, as on every listing: one JSON array (the same as --format json).
@@ -425,7 +511,7 @@ func newHistoryCmd() *cobra.Command {
 			if v, err := c.GetRun(cmd.Context(), args[0]); err == nil {
 				printFamily(out, v)
 			}
-			return history.Table(out, events)
+			return printHistory(out, events)
 		},
 	}
 	dump.Flags().StringVar(&format, "format", "jsonl", "jsonl, json or table")
@@ -464,7 +550,7 @@ func newDeadLettersCmd() *cobra.Command {
 	}
 	co.flags(cmd)
 	o.flags(cmd, false)
-	cmd.Flags().BoolVar(&full, "full", false, "print each error whole (the table clips it at 80 characters; --json and jobs show ID print it whole too)")
+	cmd.Flags().BoolVar(&full, "full", false, fmt.Sprintf("print each cell whole (the table clips an error at %d characters and a job, queue or stop reason at %d; --json and jobs show ID print them whole too)", errorWidth, identWidth))
 	return cmd
 }
 
@@ -486,7 +572,7 @@ func newCodesCmd() *cobra.Command {
 			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "CODE\tCLASS\tMEANING")
 			for _, ci := range codes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", ci.Code, ci.Class, ci.Meaning)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(string(ci.Code), 0), cell(string(ci.Class), 0), cell(ci.Meaning, 0))
 			}
 			return tw.Flush()
 		}),

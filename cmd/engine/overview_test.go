@@ -45,5 +45,5 @@ func TestOverviewCommand(t *testing.T) {
 	if !strings.Contains(r.stdout, "payments") || !strings.Contains(r.stdout, "FINISHED/MIN") {
 		t.Errorf("overview table:\n%s", r.stdout)
 	}
-	expect(t, o.run(t, "overview", "--window", "1m", "--bucket", "1h"), 1, "X_BAD_REQUEST: ")
+	expect(t, o.run(t, "overview", "--window", "1m", "--bucket", "1h"), 2, "X_BAD_REQUEST: ")
 }

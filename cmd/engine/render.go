@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -78,14 +81,70 @@ func orDash(s string) string {
 	return s
 }
 
-// clip shortens s to n runes for a table cell.
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// Widths at which a table clips a cell (cell): identifiers (job, queue, tenant, key, --by) and
+// errors. A listing is for scanning; --json, and `jobs show` for one run's own fields, print
+// every value whole.
+const (
+	identWidth = 40
+	errorWidth = 80
+)
+
+// cell is how every value reaches a table or a header block: text that workers, callers and
+// operators chose (keys, tenants, job, queue and step names, actors, reasons, errors) made safe
+// for a terminal and for the table's columns. A control character (C0 with tab and newline, DEL,
+// C1), a Unicode bidi control or a line separator is shown as its Go escape (\x1b, \n, \u202e),
+// so an ESC cannot drive the terminal, a newline or a tab cannot break the columns, and an
+// override cannot reorder what is read; a byte that is not UTF-8 is shown as \xNN. A backslash
+// stays as it is: the table is for reading, --json holds the exact value. When width is
+// positive, the result is clipped to width runes, ending in "…"; an escape is never cut in two.
+func cell(s string, width int) string {
+	var pieces []string
+	n := 0 // runes in pieces
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		var p string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			p = fmt.Sprintf(`\x%02x`, s[i])
+		case hidden(r):
+			p = strings.Trim(strconv.QuoteRune(r), "'")
+		default:
+			p = s[i : i+size]
+		}
+		pieces = append(pieces, p)
+		n += utf8.RuneCountInString(p)
+		i += size
 	}
-	return string(r[:n-1]) + "…"
+	if width <= 0 || n <= width {
+		return strings.Join(pieces, "")
+	}
+	var b strings.Builder
+	room := width - 1 // for the "…"
+	for _, p := range pieces {
+		w := utf8.RuneCountInString(p)
+		if w > room {
+			break
+		}
+		b.WriteString(p)
+		room -= w
+	}
+	b.WriteString("…")
+	return b.String()
+}
+
+// hidden reports whether a rune is shown escaped by cell: a control character, a bidi control
+// (embeddings, overrides, isolates and marks, which reorder the text around them), or a line or
+// paragraph separator.
+func hidden(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 func printQueues(w io.Writer, qs []engine.QueueView) error {
@@ -96,7 +155,7 @@ func printQueues(w io.Writer, qs []engine.QueueView) error {
 		if q.Counts[store.StateReady] > 0 {
 			oldest = (time.Duration(q.OldestReadySeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q.Queue, q.Counts[store.StateReady], q.Counts[store.StateDelayed],
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", cell(q.Queue, identWidth), q.Counts[store.StateReady], q.Counts[store.StateDelayed],
 			q.Counts[store.StateRunning], q.Counts[store.StateSuspended], q.Counts[store.StateBlocked], q.Counts[store.StateCompleted],
 			q.Counts[store.StateFailed], q.Counts[store.StateCancelled], oldest)
 	}
@@ -111,14 +170,14 @@ func printRuns(w io.Writer, now time.Time, page api.RunPage) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tJOB\tQUEUE\tSTATE\tATTEMPT\tTENANT\tCREATED\tERROR")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Job, r.Queue, r.State, r.Attempt, orDash(r.Tenant),
-			when(now, r.CreatedAt), clip(orDash(r.ErrorCode), 40))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", cell(r.ID, 0), cell(r.Job, identWidth), cell(r.Queue, identWidth),
+			cell(string(r.State), 0), r.Attempt, cell(orDash(r.Tenant), identWidth), when(now, r.CreatedAt), cell(orDash(r.ErrorCode), identWidth))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if page.Next != "" {
-		fmt.Fprintf(w, "more: --before %s\n", page.Next)
+		fmt.Fprintf(w, "more: --before %s\n", cell(page.Next, 0))
 	}
 	return nil
 }
@@ -128,49 +187,56 @@ func printDeadLetters(w io.Writer, now time.Time, page api.RunPage, full bool) e
 		fmt.Fprintln(w, "no dead letters")
 		return nil
 	}
+	// --full prints every cell whole, the identifiers as well as the error.
+	ident := identWidth
+	if full {
+		ident = 0
+	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tJOB\tQUEUE\tATTEMPT\tSTOP\tFAILED\tERROR")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Job, r.Queue, r.Attempt, orDash(r.StopReason),
-			whenPtr(now, r.FinishedAt), errorCell(r.Error, full))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", cell(r.ID, 0), cell(r.Job, ident), cell(r.Queue, ident), r.Attempt,
+			cell(orDash(r.StopReason), ident), whenPtr(now, r.FinishedAt), errorCell(r.Error, full))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if page.Next != "" {
-		fmt.Fprintf(w, "more: --before %s\n", page.Next)
+		fmt.Fprintf(w, "more: --before %s\n", cell(page.Next, 0))
 	}
 	return nil
 }
 
 // printRun renders one run: its fields, then the per-step trace, the failed attempts and the
-// operators' retries.
+// operators' retries. The header block prints each of the run's own fields whole (escaped by
+// cell): it is the one place a clipped key or tenant of a listing can be read in full.
 func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("Run", v.ID)
-	row("Job", v.Job+" (queue "+v.Queue+")")
-	row("State", string(v.State))
+	row("Run", cell(v.ID, 0))
+	row("Job", cell(v.Job, 0)+" (queue "+cell(v.Queue, 0)+")")
+	row("State", cell(string(v.State), 0))
 	row("Attempt", fmt.Sprint(v.Attempt))
-	row("Key", v.Key)
-	row("Tenant", orDash(v.Tenant))
+	row("Key", cell(v.Key, 0))
+	row("Tenant", cell(orDash(v.Tenant), 0))
 	enq := when(now, v.CreatedAt)
 	if v.EnqueuedBy != "" {
-		enq += " by " + v.EnqueuedBy
+		enq += " by " + cell(v.EnqueuedBy, 0)
 	}
 	row("Enqueued", enq)
 	if v.Parent != nil {
-		row("Parent", fmt.Sprintf("%s (%s, %s) via %q", v.Parent.ParentID, v.Parent.Job, v.Parent.State, v.Parent.Name))
+		row("Parent", fmt.Sprintf("%s (%s, %s) via %s", cell(v.Parent.ParentID, 0), cell(v.Parent.Job, 0),
+			cell(string(v.Parent.State), 0), cell(strconv.Quote(v.Parent.Name), 0)))
 	}
 	if v.TraceID != "" {
-		row("Trace", v.TraceID)
+		row("Trace", cell(v.TraceID, 0))
 	}
 	row("Updated", when(now, v.UpdatedAt))
 	if v.FinishedAt != nil {
 		row("Finished", whenPtr(now, v.FinishedAt))
 	}
 	if v.WorkerID != "" {
-		row("Worker", v.WorkerID)
+		row("Worker", cell(v.WorkerID, 0))
 	}
 	if v.ErrorCode != "" || v.Error != "" {
 		e := v.Error
@@ -179,14 +245,14 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		if stop := v.StopReason; stop != "" && !strings.Contains(e, stop) && !strings.Contains(e, strings.ReplaceAll(stop, "-", " ")) {
 			e += " [stop: " + stop + "]"
 		}
-		row("Error", e)
+		row("Error", errorCell(e, true))
 	}
 	if v.Waiting != "" {
-		row("Waiting", v.Waiting)
+		row("Waiting", cell(v.Waiting, 0))
 	}
-	row("Input", clip(string(v.Input), 200))
+	row("Input", cell(string(v.Input), 200))
 	if len(v.Result) > 0 {
-		row("Result", clip(string(v.Result), 200))
+		row("Result", cell(string(v.Result), 200))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -205,7 +271,7 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 			detail := ""
 			switch {
 			case s.Note != "":
-				detail = s.Note
+				detail = oneLine(s.Note)
 			case s.Kind == "sleep" && s.WakeAt != nil && s.Ended == nil:
 				detail = "wakes " + when(now, *s.WakeAt)
 			case s.Kind == "sleep" && s.Ended != nil:
@@ -221,7 +287,8 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 					detail = s.Event + " " + detail
 				}
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", s.Seq, s.Kind, s.Name, s.Status, when(now, s.At), clip(detail, 80))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", s.Seq, cell(s.Kind, 0), cell(s.Name, identWidth), cell(s.Status, 0),
+				when(now, s.At), cell(detail, errorWidth))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -232,8 +299,8 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  ATTEMPT\tCODE\tSTEP\tSTOP\tAT\tRETRY\tERROR")
 		for _, a := range v.Attempts {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, orDash(a.Code), orDash(a.Step), orDash(a.Stop),
-				when(now, a.At), whenPtr(now, a.RetryAt), clip(a.Error, 100))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, cell(orDash(a.Code), identWidth), cell(orDash(a.Step), identWidth),
+				cell(orDash(a.Stop), 0), when(now, a.At), whenPtr(now, a.RetryAt), cell(oneLine(a.Error), 100))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -244,19 +311,45 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  AT\tBY\tFROM STEP\tREASON")
 		for _, r := range v.Retries {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", when(now, r.At), orDash(r.By), orDash(r.FromStep), orDash(r.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", when(now, r.At), cell(orDash(r.By), identWidth), cell(orDash(r.FromStep), identWidth),
+				cell(oneLine(orDash(r.Reason)), errorWidth))
 		}
 		return tw.Flush()
 	}
 	return nil
 }
 
-// errorCell is a run's error in a table: clipped to 80 characters unless full, and on one line
+// oneLine joins a text's lines, and its runs of spaces, into single spaces: an error, a reason or
+// a step's output reads on one line in a table rather than with its line breaks escaped.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// errorCell is a run's error in a table: clipped to errorWidth unless full, and on one line
 // either way (a newline would break the table's columns).
 func errorCell(msg string, full bool) string {
-	msg = strings.Join(strings.Fields(orDash(msg)), " ")
+	width := errorWidth
 	if full {
-		return msg
+		width = 0
 	}
-	return clip(msg, 80)
+	return cell(oneLine(orDash(msg)), width)
+}
+
+// printHistory is `history dump --format table`: the columns of history.Table, with every value
+// through cell (a step's name, and what it recorded, are the worker's to choose) and the detail
+// clipped at 100 characters.
+func printHistory(w io.Writer, events []history.Event) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SEQ\tAT\tKIND\tNAME\tDETAIL")
+	for _, e := range events {
+		detail := ""
+		if v := history.View(e); v != nil {
+			if m, ok := v.(map[string]any); ok {
+				delete(m, "name") // the NAME column's
+			}
+			b, _ := json.Marshal(v)
+			detail = string(b)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.UTC().Format(time.RFC3339Nano), cell(string(e.Kind), 0),
+			cell(e.Name, identWidth), cell(detail, 100))
+	}
+	return tw.Flush()
 }

@@ -68,7 +68,7 @@ func printRetention(w io.Writer, rep engine.RetentionReport) {
 	}
 	var states []string
 	for st, n := range rep.ByState {
-		states = append(states, st+" "+strconv.Itoa(n))
+		states = append(states, cell(st, 0)+" "+strconv.Itoa(n))
 	}
 	sort.Strings(states)
 	detail := ""
@@ -83,7 +83,7 @@ func printRetention(w io.Writer, rep engine.RetentionReport) {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "RUN\tJOB\tSTATE\tFINISHED")
 		for _, r := range rep.Oldest {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Job, r.State, r.FinishedAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(r.ID, 0), cell(r.Job, identWidth), cell(string(r.State), 0), r.FinishedAt.UTC().Format(time.RFC3339))
 		}
 		_ = tw.Flush()
 	}

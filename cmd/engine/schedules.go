@@ -50,7 +50,7 @@ func schedulesShowCmd(co *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "One schedule with its next five fires",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("schedule name"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			in, err := c.Schedule(cmd.Context(), args[0])
 			if err != nil {
@@ -71,7 +71,7 @@ func scheduleActionCmd(co *clientOptions, verb, short string, call func(*api.Cli
 	cmd := &cobra.Command{
 		Use:   verb + " NAME",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("schedule name"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			in, err := call(c, cmd.Context(), args[0])
 			if err != nil {
@@ -84,7 +84,7 @@ func scheduleActionCmd(co *clientOptions, verb, short string, call func(*api.Cli
 			if in.Paused {
 				state = "paused"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s is %s\n", in.Name, state)
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s is %s\n", cell(in.Name, 0), state)
 			return nil
 		}),
 	}
@@ -97,7 +97,7 @@ func schedulesTriggerCmd(co *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trigger NAME",
 		Short: "Fire a schedule now, recorded as manual; its next occurrence still fires",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("schedule name"),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
 			res, err := c.TriggerSchedule(cmd.Context(), args[0])
 			if err != nil {
@@ -106,7 +106,7 @@ func schedulesTriggerCmd(co *clientOptions) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "triggered %s: run %s\n", args[0], res.RunID)
+			fmt.Fprintf(cmd.OutOrStdout(), "triggered %s: run %s\n", cell(args[0], 0), cell(res.RunID, 0))
 			return nil
 		}),
 	}
@@ -122,11 +122,12 @@ func printSchedules(w io.Writer, now time.Time, all []scheduler.Info) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tSPEC\tZONE\tPOLICY\tPAUSED\tLAST FIRE\tNEXT FIRES\tMISSED")
 	for _, in := range all {
+		name, spec, tz := cell(in.Name, identWidth), cell(in.Spec, identWidth), cell(orDash(in.TZ), identWidth)
 		if in.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\trefused: %s\t-\n", in.Name, in.Spec, orDash(in.TZ), clip(in.Error, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\trefused: %s\t-\n", name, spec, tz, cell(oneLine(in.Error), 60))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%d\n", in.Name, in.Spec, in.TZ, in.Policy, in.Paused,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%d\n", name, spec, tz, cell(string(in.Policy), 0), in.Paused,
 			whenPtr(now, in.LastFire), nextFires(in.Next), in.Missed)
 	}
 	return tw.Flush()
@@ -144,20 +145,20 @@ func nextFires(next []time.Time) string {
 func printSchedule(w io.Writer, now time.Time, in scheduler.Info) error {
 	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("name", in.Name)
+	row("name", cell(in.Name, 0))
 	if in.Error != "" {
-		row("refused", in.Error)
+		row("refused", errorCell(in.Error, true))
 	}
-	row("spec", in.Spec)
-	row("zone", orDash(in.TZ))
-	row("job", in.Job+" (queue "+orDash(in.Queue)+")")
-	row("policy", fmt.Sprintf("%s, maxCatchUp %d", in.Policy, in.MaxCatchUp))
+	row("spec", cell(in.Spec, 0))
+	row("zone", cell(orDash(in.TZ), 0))
+	row("job", cell(in.Job, 0)+" (queue "+cell(orDash(in.Queue), 0)+")")
+	row("policy", fmt.Sprintf("%s, maxCatchUp %d", cell(string(in.Policy), 0), in.MaxCatchUp))
 	row("paused", fmt.Sprint(in.Paused))
 	row("last fire", whenPtr(now, in.LastFire))
-	row("last run", orDash(in.LastRunID))
+	row("last run", cell(orDash(in.LastRunID), 0))
 	row("watermark", whenPtr(now, in.Watermark))
 	row("missed", fmt.Sprint(in.Missed))
-	row("checksum", in.Checksum)
+	row("checksum", cell(in.Checksum, 0))
 	for i, t := range in.Next {
 		k := ""
 		if i == 0 {

@@ -50,6 +50,8 @@ const envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
 // rather than silently falling back to SQLite (DATABASE_URL is often set for something else).
+// The refusal names a URL's scheme and nothing more of the value: what is not a URL may be a
+// key=value connection string ("host=db password=…"), shown nowhere.
 func (o *dbOptions) postgres() (bool, error) {
 	if o.url == "" {
 		return false, nil
@@ -57,9 +59,28 @@ func (o *dbOptions) postgres() (bool, error) {
 	if strings.HasPrefix(o.url, "postgres://") || strings.HasPrefix(o.url, "postgresql://") {
 		return true, nil
 	}
-	scheme, _, _ := strings.Cut(o.url, ":")
+	if scheme, ok := urlScheme(o.url); ok {
+		return false, jobs.Errorf(jobs.CodeDriverUnavailable,
+			"--database-url / DATABASE_URL names a %q database; the engine runs on Postgres (postgres://…) or, with no URL, on SQLite", scheme)
+	}
 	return false, jobs.Errorf(jobs.CodeDriverUnavailable,
-		"--database-url / DATABASE_URL names a %q database; the engine runs on Postgres (postgres://…) or, with no URL, on SQLite", scheme)
+		"--database-url / DATABASE_URL is not a URL (a key=value connection string is not taken; the value is not shown, as it may hold a password); the engine runs on Postgres, named as postgres://user@host/db, or, with no URL, on SQLite")
+}
+
+// urlScheme returns the scheme of a value written as a URL, "scheme://…", and false for anything
+// else. Only the scheme is read, so a URL that fails to parse further still has one.
+func urlScheme(s string) (string, bool) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" || rest == "" {
+		return "", false
+	}
+	for i, c := range scheme {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || (c < '0' || c > '9') && c != '+' && c != '-' && c != '.') {
+			return "", false
+		}
+	}
+	return scheme, true
 }
 
 // check refuses flags that would be silently ignored: a schema names a Postgres schema, and
@@ -182,6 +203,13 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 func serve(cmd *cobra.Command, o *serveOptions) error {
 	if o.maxBody <= 0 {
 		return cli.Usage("--max-body must be positive, got %d", o.maxBody)
+	}
+	if err := cli.CheckEnvDurations("JOBS_DRAIN_TIMEOUT", "JOBS_LEASE", "JOBS_SESSION_GRACE"); err != nil {
+		return err
+	}
+	if o.drainTimeout <= 0 {
+		// Every shutdown would then fail its drain at once, leaving requests and commits cut.
+		return cli.Usage("--drain-timeout must be positive, got %s", o.drainTimeout)
 	}
 	if o.lease < 100*time.Millisecond || o.sessionGrace <= 0 {
 		return cli.Usage("--lease must be at least 100ms and --session-grace positive, got %s and %s", o.lease, o.sessionGrace)

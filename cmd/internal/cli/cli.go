@@ -112,10 +112,32 @@ func markStart(c *cobra.Command, started *bool) {
 // wrap errors in their own words, which say less than the code), else fallback and the text.
 func describe(err error, fallback jobs.Code) string {
 	var e *jobs.Error
+	msg := string(fallback) + ": " + err.Error()
 	if errors.As(err, &e) {
-		return e.Error()
+		msg = e.Error()
 	}
-	return string(fallback) + ": " + err.Error()
+	return oneLine(msg)
+}
+
+// oneLine puts an error on one line, its lines joined by "; ": a driver's error may hold one
+// line per address it tried (pgx's dial errors do), and an error is one line on the terminal and
+// in a script's log.
+func oneLine(msg string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ") // a heading and its first item
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // Env returns the environment variable name, or def when it is unset or empty.
@@ -145,6 +167,19 @@ func EnvDuration(name string, def time.Duration) time.Duration {
 		}
 	}
 	return def
+}
+
+// CheckEnvDurations refuses, as a usage error, a variable EnvDuration read that is set but is not
+// a duration: EnvDuration left the flag at its default, which the user did not ask for.
+func CheckEnvDurations(names ...string) error {
+	for _, name := range names {
+		if v := os.Getenv(name); v != "" {
+			if _, err := time.ParseDuration(v); err != nil {
+				return Usage("$%s %q: want a duration such as 30s", name, v)
+			}
+		}
+	}
+	return nil
 }
 
 // Logger returns the process's logger: text or JSON on w, at level.
