@@ -232,6 +232,9 @@ func printRun(w io.Writer, now time.Time, v engine.RunView) error {
 		row("Trace", cell(v.TraceID, 0))
 	}
 	row("Updated", when(now, v.UpdatedAt))
+	if v.DueAt != nil {
+		row("Due", whenPtr(now, v.DueAt))
+	}
 	if v.FinishedAt != nil {
 		row("Finished", whenPtr(now, v.FinishedAt))
 	}

@@ -133,3 +133,29 @@ func TestPublishMatchNested(t *testing.T) {
 		t.Errorf("result %q, want pro", got)
 	}
 }
+
+// jobs show says when a delayed run is due.
+func TestShowSaysWhenADelayedRunIsDue(t *testing.T) {
+	t.Parallel()
+	o := setupOps(t)
+	r := o.run(t, "jobs", "enqueue", "j", "--input", "null", "--key", "later", "--no-tenant", "--delay", "90m", "--json")
+	expect(t, r, 0, "")
+	var res jobs.EnqueueResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.RunID == "" {
+		t.Fatalf("enqueue --json: %q (%v)", r.stdout, err)
+	}
+	r = o.run(t, "jobs", "show", res.RunID, "--json")
+	expect(t, r, 0, "")
+	var v struct {
+		CreatedAt time.Time  `json:"createdAt"`
+		DueAt     *time.Time `json:"dueAt"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.DueAt == nil || !v.DueAt.Equal(v.CreatedAt.Add(90*time.Minute)) {
+		t.Fatalf("jobs show --json: due %v (%v), want 90m after %v", v.DueAt, err, v.CreatedAt)
+	}
+	r = o.run(t, "jobs", "show", res.RunID)
+	expect(t, r, 0, "")
+	if !strings.Contains(r.stdout, "\nDue ") || !strings.Contains(r.stdout, v.DueAt.UTC().Format(time.RFC3339)) {
+		t.Fatalf("jobs show of a delayed run does not say when it is due:\n%s", r.stdout)
+	}
+}
