@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -399,7 +400,14 @@ func (o *backfillOptions) migrationLedger(ctx context.Context) (*migrationLedger
 		}
 		q, closer = migrations.Pgx(pool), pool.Close
 	case strings.HasPrefix(o.migrations, "sqlite:"):
-		db, err := sql.Open("sqlite", strings.TrimPrefix(o.migrations, "sqlite:")+"?mode=ro")
+		// The file must exist, and is opened read-only: the driver honours mode=ro only in a
+		// file: URI, and without it a mistyped path creates an empty database, whose missing
+		// ledger would read as "unknown", which is not a refusal.
+		path := strings.TrimPrefix(o.migrations, "sqlite:")
+		if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+			return nil, cli.Usage("--migrations: no SQLite database at %q", path)
+		}
+		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 		if err != nil {
 			return nil, cli.Usage("--migrations: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -283,10 +284,21 @@ func TestBackfillCommands(t *testing.T) {
 			t.Fatalf("--all took %s", b.Name)
 		}
 	}
-	// An unreadable migrations ledger is no refusal.
-	r = o.run(t, "backfill", "cli-needs-7", "--env", "staging", "--migrations", "sqlite:"+filepath.Join(t.TempDir(), "none.db"))
+	// An unreadable migrations ledger (a database without one) is no refusal.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil { // an empty file is an empty SQLite database
+		t.Fatal(err)
+	}
+	r = o.run(t, "backfill", "cli-needs-7", "--env", "staging", "--migrations", "sqlite:"+empty)
 	expect(t, r, 0, "")
 	if !strings.Contains(r.stdout, "requires: migration unknown") {
 		t.Fatalf("unreadable ledger printed\n%s", r.stdout)
+	}
+	// A path to no database is a mistake on the command line: refused, and no file is made there
+	// (an empty database made at a mistyped path would read as "unknown" and let the pass run).
+	none := filepath.Join(t.TempDir(), "none.db")
+	expect(t, o.run(t, "backfill", "cli-needs-7", "--env", "staging", "--migrations", "sqlite:"+none), 2, "X_BAD_REQUEST: --migrations: no SQLite database at")
+	if _, err := os.Stat(none); !os.IsNotExist(err) {
+		t.Fatalf("the mistyped path now holds a file: %v", err)
 	}
 }
