@@ -392,15 +392,7 @@ func TestWhichRefusalsSetARowAside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tx := mem.Begin()
-			for _, id := range []string{"bad", "ok"} {
-				if _, err := noteJob.EnqueueTx(t.Context(), ob.Tx(tx), Note{ID: id}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			stageBadThenOK(t, mem, ob)
 			pub := &refuser{err: c.err}
 			r, err := NewRelay(RelayConfig{Store: mem, Publisher: pub, Clock: clock.Real{}, Logger: testenv.Logger()})
 			if err != nil {
@@ -439,15 +431,7 @@ func TestRefusedRowWhoseClaimLapsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := mem.Begin()
-	for _, id := range []string{"bad", "ok"} {
-		if _, err := noteJob.EnqueueTx(t.Context(), ob.Tx(tx), Note{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	stageBadThenOK(t, mem, ob)
 	pub := &refuser{err: jobs.Errorf(jobs.CodeFlowKey, "no flow key")}
 	r, err := NewRelay(RelayConfig{Store: lapsedStore{mem}, Publisher: pub, Logger: testenv.Logger()})
 	if err != nil {
@@ -582,4 +566,18 @@ func TestStageRefusesOverMaxPayload(t *testing.T) {
 	}
 	_, err = New(Config{Store: mem, MaxPayload: -1})
 	wantCode(t, "a negative MaxPayload", err, jobs.CodeInvariant)
+}
+
+// stageBadThenOK stages the rows note:bad (which refuser refuses) and note:ok in one transaction.
+func stageBadThenOK(t *testing.T, mem *MemoryStore, ob *Outbox) {
+	t.Helper()
+	tx := mem.Begin()
+	for _, id := range []string{"bad", "ok"} {
+		if _, err := noteJob.EnqueueTx(t.Context(), ob.Tx(tx), Note{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
