@@ -8,9 +8,11 @@
 // a statement. The rate's pause is spent inside the step, so a resumed attempt re-pays none of the
 // old pauses, and it ends at once when the run is cancelled.
 //
-// Beside the run, a ledger in the engine's store keeps one row per pass (name, checksum, status,
-// rows, cursor, run): a report of what has been swept, which also makes a completed name a no-op
-// until it is forced. The ledger is never where a pass resumes from.
+// Beside the run, a ledger in the engine's store keeps one row per pass (name, tenant, checksum,
+// status, rows, cursor, run): a report of what has been swept, which also makes a completed name
+// a no-op until it is forced. A backfill declared PerTenant is swept, gated and reported per
+// tenant: one tenant's completed pass is no other tenant's. The ledger is never where a pass
+// resumes from.
 package backfill
 
 import (
@@ -54,8 +56,9 @@ type Result struct {
 	Name    string `json:"name"`
 	Batches int64  `json:"batches"`
 	Rows    int64  `json:"rows"`
-	// Skipped is true when the name had already completed and the pass was not forced; then
-	// PreviousRunID is the pass that completed it.
+	// Skipped is true when the name had already completed (for the pass's tenant, when the
+	// backfill is per tenant) and the pass was not forced; then PreviousRunID is the pass that
+	// completed it.
 	Skipped       bool   `json:"skipped,omitempty"`
 	PreviousRunID string `json:"previousRunId,omitempty"`
 	// Warnings: a moved checksum, a ledger that could not be written.
@@ -99,7 +102,7 @@ type config struct {
 	requires     string
 	migrations   MigrationLedger
 	environments []string
-	count        func(ctx context.Context) (int64, error)
+	count        func(ctx context.Context, req CountRequest) (int64, error)
 	version      string
 	jobOpts      []jobs.Option
 	overlap      bool
@@ -166,7 +169,31 @@ func Environments(envs ...string) Option {
 // Count declares how many rows the source's predicate still matches. After the last page the
 // pass counts once: above zero is X_BACKFILL_STALLED (the source and the count disagree, which a
 // retry cannot fix), negative is X_INVARIANT. The count also feeds rows-left and the ETA.
+//
+// fn is not told the pass's tenant, so it fits a backfill declared AllTenants. A PerTenant
+// backfill declares its count with CountFor, which is: a count of every tenant's rows would still
+// match the other tenants' rows after one tenant's pass, and fail it with X_BACKFILL_STALLED.
+// (fn's context is the run's, so jobs.ActorFrom(ctx) names the tenant too; CountFor says it in
+// the signature.)
 func Count(fn func(ctx context.Context) (int64, error)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return jobs.Errorf(jobs.CodeJobDefinition, "count is nil")
+		}
+		c.count = func(ctx context.Context, _ CountRequest) (int64, error) { return fn(ctx) }
+		return nil
+	}
+}
+
+// CountFor is Count for a count that is told the pass's scope (CountRequest): the tenant of a
+// PerTenant backfill's pass, "" for one declared AllTenants. A per-tenant count MUST count that
+// tenant's rows only, the rows the source pages with PageRequest.Tenant: the check after the last
+// page compares it with zero, so a count that also matches other tenants' rows fails the pass
+// with X_BACKFILL_STALLED. keyset.CountSQLFor and keyset.CountPgxFor pass the tenant to the query
+// as its last argument.
+//
+//	backfill.CountFor(keyset.CountPgxFor(pool, `SELECT count(*) FROM invoices WHERE currency IS NULL AND org_id = $1`))
+func CountFor(fn func(ctx context.Context, req CountRequest) (int64, error)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return jobs.Errorf(jobs.CodeJobDefinition, "count is nil")
@@ -209,8 +236,11 @@ type Backfill[Row any] struct {
 	handle func(ctx context.Context, b Batch[Row]) error
 }
 
-// Define declares a backfill. name is required and is also the idempotency key of its runs:
-// re-enqueueing a live pass returns that pass. tenant is required as on a job.
+// Define declares a backfill. name is required and is also the idempotency key of its runs
+// (Declaration.Key): re-enqueueing a live pass returns that pass. A PerTenant backfill's key is the
+// name and the tenant, so each tenant has its own live pass: keys are unique per job across
+// tenants, and with the name alone one tenant's live pass would refuse every other tenant's
+// enqueue (X_IDEMPOTENCY_KEY_TAKEN). tenant is required as on a job.
 //
 //	var Slugs = backfill.MustDefine("rewrite-slugs", backfill.AllTenants(),
 //		keyset.SQL(db, keyset.Query{Table: "posts", Keys: []string{"id"}, Columns: []string{"id", "title"}}, scanPost),
@@ -240,7 +270,7 @@ func Define[Row any](name string, tenant Tenant, source Source[Row], handle func
 	if tenant.mode == "input" {
 		jt = jobs.TenantFrom(func(in Input) string { return in.Tenant })
 	}
-	job, err := jobs.Define(name, func(Input) string { return name }, jt, b.pass, cfg.jobOpts...)
+	job, err := jobs.Define(name, func(in Input) string { return passKey(name, tenant.mode, in.Tenant) }, jt, b.pass, cfg.jobOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -269,13 +299,19 @@ func MustDefine[Row any](name string, tenant Tenant, source Source[Row], handle 
 // Declaration returns the backfill's declaration.
 func (b *Backfill[Row]) Declaration() Declaration { return b.decl }
 
-// Count runs the declared count (for a dry run from app code); ok is false when none is
-// declared.
+// Count runs the declared count (for a dry run from app code) with no tenant; ok is false when
+// none is declared. A PerTenant backfill counts one tenant's rows with CountTenant.
 func (b *Backfill[Row]) Count(ctx context.Context) (n int64, ok bool, err error) {
+	return b.CountTenant(ctx, "")
+}
+
+// CountTenant runs the declared count for one tenant's pass (CountRequest.Tenant); ok is false
+// when none is declared.
+func (b *Backfill[Row]) CountTenant(ctx context.Context, tenant string) (n int64, ok bool, err error) {
 	if b.cfg.count == nil {
 		return 0, false, nil
 	}
-	n, err = b.cfg.count(ctx)
+	n, err = b.cfg.count(ctx, CountRequest{Tenant: tenant})
 	if err == nil && n < 0 {
 		err = jobs.Errorf(jobs.CodeInvariant, "backfill %q: count answered %d", b.decl.Name, n)
 	}
@@ -303,7 +339,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	if d.Tenant == "none" {
 		tenant = ""
 	}
-	ldg, err := openLedger(c, d, in.Force, env.AppVersion)
+	ldg, err := openLedger(c, d, tenant, in.Force, env.AppVersion)
 	if err != nil {
 		return res, err
 	}
@@ -319,7 +355,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 	if b.cfg.count != nil && ldg.l != nil && !ldg.adopted {
 		// The count at the start is for people (rows left, an ETA); the check that the pass
 		// converged is the count after the last page.
-		if n, err := b.cfg.count(c); err == nil && n >= 0 {
+		if n, err := b.cfg.count(c, CountRequest{Tenant: tenant}); err == nil && n >= 0 {
 			ldg.total(c, n)
 		}
 	}
@@ -365,6 +401,9 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			if len(rows) == 0 {
 				return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
 			}
+			if cursor, err = b.checkCursor(req.After, len(rows), cursor); err != nil {
+				return Checkpoint{}, err
+			}
 			if err := b.handle(ctx, Batch[Row]{Rows: rows, Index: i, Tenant: tenant}); err != nil {
 				return Checkpoint{}, err
 			}
@@ -376,6 +415,12 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			return res, err
 		}
 		cp = next
+		if !live {
+			// A replayed page's cursor comes back from the codec: normalised, it is the cursor
+			// the live page recorded, with the same types (normalCursor). A live page's already
+			// is, and a page read ahead may be reading it.
+			cp.Cursor = normalDecoded(cp.Cursor)
+		}
 		res.Batches, res.Rows = int64(i+1), cp.Rows
 		if live {
 			lastLive = clk.Now()
@@ -389,7 +434,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 		}
 	}
 	if b.cfg.count != nil {
-		n, err := b.cfg.count(c)
+		n, err := b.cfg.count(c, CountRequest{Tenant: tenant})
 		switch {
 		case err != nil:
 			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
@@ -399,7 +444,11 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
 			return res, err
 		case n > 0:
-			err := jobs.Errorf(jobs.CodeBackfillStalled, "backfill %q: the source ran out after %d rows and the count still matches %d", d.Name, cp.Rows, n)
+			scope := ""
+			if tenant != "" {
+				scope = fmt.Sprintf(" of tenant %q", tenant)
+			}
+			err := jobs.Errorf(jobs.CodeBackfillStalled, "backfill %q: the source ran out after %d rows%s and the count still matches %d", d.Name, cp.Rows, scope, n)
 			ldg.finish(c, StatusFailed, cp, res.Batches, err.Error())
 			return res, err
 		}
@@ -417,6 +466,30 @@ func (b *Backfill[Row]) checkPage(rows []Row) error {
 	return nil
 }
 
+// checkCursor normalises the cursor a page of n rows (n ≥ 1), asked for after `after`, returned
+// (normalCursor), and refuses a full page whose cursor is missing or has not moved. Either would
+// read the same page again for ever: with no cursor the next page is the first one, and with the
+// cursor it was asked after it is this one. Both are the source's bug, so they fail with
+// X_INVARIANT, terminal, before the page is handled (a retry would loop the same way). A short
+// page ends the pass, so its cursor is recorded as it is. Rows out of key order cannot be seen
+// here: the pass cannot compare keys in the source's order (Source).
+func (b *Backfill[Row]) checkCursor(after Cursor, n int, next Cursor) (Cursor, error) {
+	next, err := normalCursor(next)
+	if err != nil {
+		return nil, jobs.Wrap(jobs.CodeEncoding, err, "backfill %q: the source's cursor cannot be recorded in a checkpoint (its values must be plain data)", b.decl.Name)
+	}
+	if n < b.decl.Batch {
+		return next, nil
+	}
+	switch {
+	case next == nil:
+		return nil, jobs.Errorf(jobs.CodeInvariant, "backfill %q: the source returned a full page of %d rows and no cursor, so the next page would be the first one again: return the key of the page's last row", b.decl.Name, n)
+	case after != nil && sameCursor(next, after):
+		return nil, jobs.Errorf(jobs.CodeInvariant, "backfill %q: the source returned a full page whose cursor %s is the cursor it was asked after, so the next page would be this one again: return the key of the page's last row and page after it", b.decl.Name, cursorText(next))
+	}
+	return next, nil
+}
+
 // after is the end of page i, whose rows were handled (started is when its read began): its
 // checkpoint, and the next page's read (and, with OverlapCheckpoints, its handler) started to run
 // while this checkpoint commits, when the sweep is bound by its statements rather than its rate.
@@ -428,11 +501,15 @@ func (b *Backfill[Row]) after(c *jobs.Ctx, ahead *readAhead[Row], i int, cp Chec
 		// commits. The read starts after this page's handler returned, so it sees its writes.
 		req := PageRequest{After: cursor, Limit: b.decl.Batch, Tenant: tenant}
 		if b.cfg.overlap {
-			ahead.startHandled(c, i+1, req, b.source, clk.Now().Add(interval), func(ctx context.Context, rows []Row) error {
+			ahead.startHandled(c, i+1, req, b.source, clk.Now().Add(interval), func(ctx context.Context, rows []Row, next Cursor) (Cursor, error) {
 				if err := b.checkPage(rows); err != nil {
-					return err
+					return nil, err
 				}
-				return b.handle(ctx, Batch[Row]{Rows: rows, Index: i + 1, Tenant: tenant})
+				next, err := b.checkCursor(req.After, len(rows), next)
+				if err != nil {
+					return nil, err
+				}
+				return next, b.handle(ctx, Batch[Row]{Rows: rows, Index: i + 1, Tenant: tenant})
 			})
 		} else {
 			ahead.start(c, i+1, req, b.source)
@@ -471,10 +548,10 @@ type pageRead[Row any] struct {
 // errPassEnded cancels a page handled ahead whose pass ended before taking it.
 var errPassEnded = errors.New("backfill: the pass ended before this page's turn")
 
-// startHandled reads page index once notBefore passed and hands it to handle, beside the current
-// page's checkpoint. Only the step of that very page takes the outcome (takeHandled); anything
-// else stops it first.
-func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, src Source[Row], notBefore time.Time, handle func(context.Context, []Row) error) {
+// startHandled reads page index once notBefore passed and hands it to handle (which checks the
+// page and answers its normalised cursor), beside the current page's checkpoint. Only the step of
+// that very page takes the outcome (takeHandled); anything else stops it first.
+func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, src Source[Row], notBefore time.Time, handle func(context.Context, []Row, Cursor) (Cursor, error)) {
 	a.stop()
 	ctx, cancel := context.WithCancelCause(c)
 	ch := make(chan pageRead[Row], 1)
@@ -497,7 +574,7 @@ func (a *readAhead[Row]) startHandled(c *jobs.Ctx, index int, req PageRequest, s
 		began := clk.Now()
 		rows, next, err := src.Page(ctx, req)
 		if err == nil && len(rows) > 0 {
-			err = handle(ctx, rows)
+			next, err = handle(ctx, rows, next)
 		}
 		ch <- pageRead[Row]{rows: rows, next: next, err: err, began: began}
 	}()
@@ -631,8 +708,10 @@ type ledger struct {
 }
 
 // openLedger opens the pass's row. A ledger that is absent, or that fails, is no reason not to
-// sweep (no bookkeeping, never a refusal); a claim this worker no longer holds is.
-func openLedger(c *jobs.Ctx, d Declaration, force bool, appVersion string) (*ledger, error) {
+// sweep (no bookkeeping, never a refusal); a claim this worker no longer holds is. The engine
+// keeps the row under the run's tenant (tenant, for a per-tenant pass), and only a completed pass
+// of the same (name, tenant) makes this one a no-op.
+func openLedger(c *jobs.Ctx, d Declaration, tenant string, force bool, appVersion string) (*ledger, error) {
 	l, ok := frontend.LedgerFrom(c)
 	out := &ledger{name: d.Name}
 	if !ok {
@@ -658,6 +737,7 @@ func openLedger(c *jobs.Ctx, d Declaration, force bool, appVersion string) (*led
 	out.adopted = resp.Adopted
 	if resp.Completed != nil {
 		p := NewProgress(*resp.Completed, "")
+		p.Tenant = tenant
 		out.completed = &p
 		return out, nil
 	}
@@ -726,7 +806,9 @@ func (l *ledger) finish(c *jobs.Ctx, status string, cp Checkpoint, batches int64
 		return
 	}
 	l.settle()
-	// A cancelled run's context is done; its row is reconciled from the run's state instead.
+	// Sent with the run's cancellation cut off: a cancelled run's pass still reports its end (the
+	// engine takes a failed end from the run's last holder, and records it with the cancel's
+	// reason), so its row is final when the cancel lands, not only once someone reads it.
 	_, err := retryLedger(c, func() (struct{}, error) {
 		return struct{}{}, l.l.Report(context.WithoutCancel(c), frontend.BackfillReportRequest{Rows: cp.Rows, Batches: batches,
 			Cursor: cursorText(cp.Cursor), Status: status, Error: errText})

@@ -50,6 +50,20 @@ func (d Declaration) Sum() string {
 	return hex.EncodeToString(h[:8])
 }
 
+// Key is the idempotency key of a pass of the backfill for tenant: the name for a backfill
+// declared AllTenants (one live pass), the name and the tenant for one declared PerTenant (one
+// live pass per tenant; keys are unique per job across tenants, so with the name alone one
+// tenant's live pass would refuse every other tenant's enqueue). Anything that enqueues a pass by
+// hand (the CLI's --write) sends this key, so it finds the live pass an application enqueued.
+func (d Declaration) Key(tenant string) string { return passKey(d.Name, d.Tenant, tenant) }
+
+func passKey(name, mode, tenant string) string {
+	if mode != "input" {
+		return name
+	}
+	return name + "/" + tenant
+}
+
 // Excludes reports whether the declaration's environments leave env out. No environments means
 // every environment, never an implied "production only".
 func (d Declaration) Excludes(env string) bool {

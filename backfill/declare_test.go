@@ -246,6 +246,41 @@ func TestProgressProjection(t *testing.T) {
 	if p := backfill.NewProgress(row, ""); p.Left != nil || p.ETA != 0 {
 		t.Fatalf("without a count: %+v", p)
 	}
+	// A running row whose run is gone (retention deleted it) can never end: it reads failed.
+	row.Total = 2000
+	if p := backfill.NewProgress(row, backfill.RunDeleted); p.Status != backfill.StatusFailed || p.Error == "" || p.Left != nil {
+		t.Fatalf("a running row of a deleted run = %+v; want failed, saying why", p)
+	}
+}
+
+// The ETA is zero when it cannot be estimated (no row done yet: no rate) and never overflows: a
+// pass so slow that its rows left outlast a time.Duration read MaxETA, where the conversion
+// wrapped to a negative duration. A fraction of a second left is a second, not an unknown 0.
+func TestETAIsClampedAndUnknownWithoutARate(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		rows, total int64
+		elapsed     time.Duration
+		want        time.Duration
+	}{
+		{1, 1 << 40, time.Second, backfill.MaxETA},
+		{1000, 1e12, 10 * time.Minute, backfill.MaxETA},
+		{1, 9e18, time.Hour, backfill.MaxETA},
+		{0, 100, time.Hour, 0},             // no row done: no rate, unknown
+		{5, 3, time.Second, 0},             // nothing left
+		{10, 12, time.Second, time.Second}, // 0.2 s left
+		{500, 2000, 10 * time.Second, 30 * time.Second},
+	} {
+		p := backfill.NewProgress(frontend.BackfillRow{Status: "running", Rows: c.rows, Total: c.total, StartedAt: start,
+			UpdatedAt: start.Add(c.elapsed)}, "running")
+		if p.ETA != c.want || p.ETA < 0 || p.Left == nil {
+			t.Errorf("%d of %d rows in %s: ETA %v (left %v); want %v", c.rows, c.total, c.elapsed, p.ETA, p.Left, c.want)
+		}
+	}
+	if backfill.MaxETA <= 0 || backfill.MaxETA%time.Second != 0 {
+		t.Fatalf("MaxETA = %d", backfill.MaxETA)
+	}
 }
 
 func TestParseCount(t *testing.T) {

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ultimat3/jobs"
@@ -24,7 +25,9 @@ type GateInput struct {
 	Environment string
 	// Migration is the state of Declaration.Requires in the app's migrations ledger.
 	Migration Migration
-	// Completed is the newest completed pass of the name, when the ledger holds one.
+	// Completed is the newest completed pass of the name, when the ledger holds one: for a
+	// per-tenant backfill, of the name and the tenant asked for (Progress.Tenant), since one
+	// tenant's completed pass says nothing of another tenant's rows.
 	Completed *Progress
 	Force     bool
 }
@@ -59,8 +62,12 @@ func Gate(in GateInput) Verdict {
 		if at.IsZero() {
 			at = in.Completed.StartedAt
 		}
-		return Verdict{jobs.Errorf(jobs.CodeBackfillApplied, "backfill %q already completed (run %s, %s); sweep again with force",
-			d.Name, in.Completed.RunID, at.UTC().Format("2006-01-02T15:04:05Z07:00"))}
+		scope := ""
+		if in.Completed.Tenant != "" {
+			scope = fmt.Sprintf(" for tenant %q", in.Completed.Tenant)
+		}
+		return Verdict{jobs.Errorf(jobs.CodeBackfillApplied, "backfill %q already completed%s (run %s, %s); sweep again with force",
+			d.Name, scope, in.Completed.RunID, at.UTC().Format("2006-01-02T15:04:05Z07:00"))}
 	}
 	return Verdict{}
 }

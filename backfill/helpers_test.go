@@ -106,6 +106,20 @@ func (t *table) left(context.Context) (int64, error) {
 	return n, nil
 }
 
+// leftOf counts the rows of the pass's tenant still to do (every tenant's for ""): the count a
+// per-tenant backfill declares with CountFor.
+func (t *table) leftOf(_ context.Context, req backfill.CountRequest) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := int64(0)
+	for _, r := range t.rows {
+		if !r.Done && (req.Tenant == "" || r.Tenant == req.Tenant) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (t *table) pageCalls(i int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -2,13 +2,17 @@ package backfill_test
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/backfill"
+	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
 )
 
 // The ledger calls are the worker protocol's: only the worker holding the run, under its fence,
@@ -88,4 +92,124 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 			t.Fatalf("a cancelled pass's row reads %+v; want failed (from its run) at 7 rows", rows[0])
 		}
 	})
+}
+
+// A cancelled pass's row is final when the cancel lands: its pass reports its end, which the
+// engine records failed with the cancel's reason. Before, the engine refused that report, the row
+// stayed running, read failed only while the run was there to reconcile it with, and read running
+// for good (in flight, never pending) once retention deleted the run.
+func TestACancelledPassRecordsItsEndWithTheReason(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{Lease: 300 * time.Millisecond}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		tb := newTable(5)
+		b := backfill.MustDefine("cancelled-pass", backfill.AllTenants(), tb.source(), tb.handle,
+			backfill.BatchSize(1), backfill.Rate(0.001)) // a page every 1,000 s
+		w := startWorker(env, "", b)
+		res := enqueue(t, env, b, backfill.Input{})
+		eventually(t, "the step of page 0 recorded", func() bool { return len(stepNames(env, res.RunID)) == 1 }, nil)
+		if _, err := env.Engine.Cancel(ctx, res.RunID, "operator: wrong table"); err != nil {
+			t.Fatal(err)
+		}
+		stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := w.Stop(stop); err != nil {
+			t.Fatal(err)
+		}
+		// The store's row itself, not the projection, which reconciles a running row with its run.
+		rows, err := env.Store.BackfillList(ctx, store.BackfillFilter{RunID: res.RunID})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("ledger = %+v, %v", rows, err)
+		}
+		if r := rows[0]; r.Status != store.BackfillFailed || r.Rows != 1 || !strings.Contains(r.Error, string(jobs.CodeRunCancelled)) ||
+			!strings.Contains(r.Error, "operator: wrong table") {
+			t.Fatalf("stored row = %+v; want failed after 1 row, with X_RUN_CANCELLED and the reason", r)
+		}
+	})
+}
+
+// A running row whose run can never end it is written failed: a cancelled run whose pass was not
+// there to report (its worker died, or it sat between attempts) on the first read, and one whose
+// run retention deleted before anyone read it reads failed rather than running for good.
+func TestARunningRowWhoseRunCannotEndItReadsFailed(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{Retention: engine.RetentionConfig{Completed: time.Minute, Every: time.Hour}},
+		func(t *testing.T, env *testenv.Env) {
+			ctx := context.Background()
+			// open claims a pass of b by hand and opens its row, as a worker that then dies would.
+			open := func(b *backfill.Backfill[row], worker string) string {
+				t.Helper()
+				res := enqueue(t, env, b, backfill.Input{})
+				testenv.Declare(t, env.Engine, worker, b)
+				tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: worker, Queues: []string{"default"}, Max: 1, Wait: time.Second})
+				if err != nil || len(tasks) != 1 || tasks[0].RunID != res.RunID {
+					t.Fatalf("poll: %v, %+v", err, tasks)
+				}
+				claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: worker}
+				if _, err := env.Engine.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: claim, Name: b.Declaration().Name,
+					Checksum: "sum", Total: -1}); err != nil {
+					t.Fatal(err)
+				}
+				if err := env.Engine.BackfillReport(ctx, frontend.BackfillReportRequest{Claim: claim, Rows: 7, Batches: 1, Cursor: "[7]"}); err != nil {
+					t.Fatal(err)
+				}
+				return res.RunID
+			}
+			stored := func(runID string) store.Backfill {
+				t.Helper()
+				rows, err := env.Store.BackfillList(ctx, store.BackfillFilter{RunID: runID})
+				if err != nil || len(rows) != 1 {
+					t.Fatalf("ledger = %+v, %v", rows, err)
+				}
+				return rows[0]
+			}
+			tb := newTable(1)
+
+			// Cancelled, read while the run is there: written failed with the reason.
+			settled := backfill.MustDefine("settled-on-read", backfill.AllTenants(), tb.source(), tb.handle)
+			id := open(settled, "w1")
+			if _, err := env.Engine.Cancel(ctx, id, "stop it"); err != nil {
+				t.Fatal(err)
+			}
+			if r := stored(id); r.Status != store.BackfillRunning {
+				t.Fatalf("before any read the row is %s; want still running (nobody reported)", r.Status)
+			}
+			if p := ledger(t, env, "settled-on-read"); len(p) != 1 || p[0].Status != backfill.StatusFailed || !strings.Contains(p[0].Error, "stop it") {
+				t.Fatalf("projection = %+v; want failed with the cancel's reason", p)
+			}
+			if r := stored(id); r.Status != store.BackfillFailed || r.Rows != 7 || !strings.Contains(r.Error, "stop it") {
+				t.Fatalf("stored row after a read = %+v; want failed at 7 rows with the reason", r)
+			}
+
+			// Cancelled, and its run deleted by retention before anyone read the row.
+			gone := backfill.MustDefine("gone-before-read", backfill.AllTenants(), tb.source(), tb.handle)
+			id = open(gone, "w2")
+			if _, err := env.Engine.Cancel(ctx, id, "stop that too"); err != nil {
+				t.Fatal(err)
+			}
+			env.Fake().Advance(2 * time.Minute)
+			if _, err := env.Engine.SweepRetention(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Engine.GetRun(ctx, id); !jobs.HasCode(err, jobs.CodeRunNotFound) {
+				t.Fatalf("the cancelled run after the sweep: %v; want it deleted", err)
+			}
+			p := ledger(t, env, "gone-before-read")
+			if len(p) != 1 || p[0].Status != backfill.StatusFailed || p[0].Error == "" {
+				t.Fatalf("projection = %+v; want failed, saying the run is gone", p)
+			}
+			if r := stored(id); r.Status != store.BackfillFailed || r.Rows != 7 {
+				t.Fatalf("stored row = %+v; want failed at 7 rows", r)
+			}
+			if running, err := env.Engine.InspectBackfills(ctx, store.BackfillFilter{Status: backfill.StatusRunning}); err != nil || len(running) != 0 {
+				t.Fatalf("passes in flight = %+v, %v; want none", running, err)
+			}
+			rep, err := env.Engine.PendingBackfills(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(rep.Pending, []string{"gone-before-read", "settled-on-read"}) {
+				t.Fatalf("pending = %v; want both failed passes to sweep again", rep.Pending)
+			}
+		})
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/backfill"
@@ -32,30 +33,40 @@ func (e *Engine) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequ
 			return frontend.BackfillOpenResponse{}, err
 		}
 	}
-	if err := e.checkClaim(ctx, req.Claim, req.Name); err != nil {
+	run, err := e.checkClaim(ctx, req.Claim, req.Name)
+	if err != nil {
 		return frontend.BackfillOpenResponse{}, err
 	}
+	// The pass's scope is its run's tenant: a per-tenant backfill's ledger is per (name, tenant),
+	// so one tenant's completed pass does not make another tenant's a no-op. It is read from the
+	// run, not from the request, so a worker that predates the tenant keeps a per-tenant ledger
+	// too; a backfill declared for every tenant runs under no tenant and keeps one per name.
+	scope := store.BackfillFilter{Name: req.Name, Tenant: run.Tenant, NoTenant: run.Tenant == ""}
 	resp := frontend.BackfillOpenResponse{Ledger: true}
 	if !req.Force {
 		// Only a completed row blocks: a running one is this pass resuming, a failed one an
 		// attempt the queue is about to retry.
-		done, err := e.store.BackfillList(ctx, store.BackfillFilter{Name: req.Name, Status: store.BackfillCompleted, Limit: 1})
+		done := scope
+		done.Status, done.Limit = store.BackfillCompleted, 1
+		rows, err := e.store.BackfillList(ctx, done)
 		if err != nil {
 			return resp, err
 		}
-		if len(done) == 1 && done[0].RunID != req.RunID {
-			row := rowOf(done[0])
+		if len(rows) == 1 && rows[0].RunID != req.RunID {
+			row := rowOf(rows[0])
 			resp.Completed = &row
 			return resp, nil
 		}
 	}
-	prev, err := e.store.BackfillList(ctx, store.BackfillFilter{Name: req.Name, Limit: 1})
+	newest := scope
+	newest.Limit = 1
+	prev, err := e.store.BackfillList(ctx, newest)
 	if err != nil {
 		return resp, err
 	}
 	now := e.clock.Now()
-	row, adopted, err := e.store.BackfillOpen(ctx, store.Backfill{RunID: req.RunID, Name: req.Name, Checksum: req.Checksum,
-		AppVersion: req.AppVersion, Total: req.Total, StartedAt: now, UpdatedAt: now})
+	row, adopted, err := e.store.BackfillOpen(ctx, store.Backfill{RunID: req.RunID, Name: req.Name, Tenant: run.Tenant,
+		Checksum: req.Checksum, AppVersion: req.AppVersion, Total: req.Total, StartedAt: now, UpdatedAt: now})
 	if err != nil {
 		return resp, err
 	}
@@ -85,8 +96,17 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 	if len(req.Error) > 10_000 {
 		req.Error = req.Error[:10_000]
 	}
-	if err := e.checkClaim(ctx, req.Claim, ""); err != nil {
-		if req.Status != "" || !e.lateReport(ctx, req) {
+	if run, err := e.checkClaim(ctx, req.Claim, ""); err != nil {
+		switch {
+		case req.Status == "" && e.lateReport(ctx, req):
+		case req.Status != "" && run.State == store.StateCancelled && run.Fence == req.Fence:
+			// The end of a pass whose run was cancelled, from its last holder (a cancel does not
+			// move the fence): recorded failed, with the cancel's reason, so the row is final when
+			// the cancel lands. Without it the row stayed running, read failed only while the run
+			// was there to reconcile it with, and running again for good once retention deleted
+			// the run.
+			return e.cancelledPass(ctx, run, req)
+		default:
 			return err
 		}
 	}
@@ -99,16 +119,22 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 
 // lateReport admits the progress report of a page whose step landed just before the run was
 // cancelled: the page is in the history, so its progress belongs in the ledger too. Only the
-// last holder (a cancel does not move the fence) may send it, never a finish, and never more
-// batches than the history holds.
+// last holder (a cancel does not move the fence) may send it, and never more batches than the
+// history holds; its end goes through cancelledPass.
 func (e *Engine) lateReport(ctx context.Context, req frontend.BackfillReportRequest) bool {
 	run, err := e.store.RunGet(ctx, req.RunID)
 	if err != nil || run.State != store.StateCancelled || run.Fence != req.Fence {
 		return false
 	}
-	events, err := e.History(ctx, req.RunID, 0)
+	batches, err := e.recordedBatches(ctx, req.RunID)
+	return err == nil && req.Batches <= batches
+}
+
+// recordedBatches counts the pages a run's history holds.
+func (e *Engine) recordedBatches(ctx context.Context, runID string) (int64, error) {
+	events, err := e.History(ctx, runID, 0)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	var batches int64
 	for _, ev := range events {
@@ -119,32 +145,56 @@ func (e *Engine) lateReport(ctx context.Context, req frontend.BackfillReportRequ
 			batches++
 		}
 	}
-	return req.Batches <= batches
+	return batches, nil
+}
+
+// cancelledPass records the end its last holder sends for a pass whose run was cancelled: failed
+// whatever status it asks for (the run's outcome is the cancel, and a completed row would make
+// the name a no-op for a pass whose run never completed), with the cancel's reason, and with the
+// pass's counts when the history holds that many pages (the row never counts a page the history
+// does not).
+func (e *Engine) cancelledPass(ctx context.Context, run store.Run, req frontend.BackfillReportRequest) error {
+	p := store.BackfillProgress{RunID: run.ID, Rows: req.Rows, Batches: req.Batches, Cursor: req.Cursor, Now: e.clock.Now()}
+	if batches, err := e.recordedBatches(ctx, run.ID); err != nil || req.Batches > batches {
+		p.Rows, p.Batches, p.Cursor = 0, 0, "" // fewer batches than the row's: its counts stay
+	}
+	return e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: p, Status: store.BackfillFailed,
+		Error: e.cancelledError(ctx, run)})
+}
+
+// cancelledError is what a cancelled pass's row says of its end: X_RUN_CANCELLED and the reason
+// the cancel gave (its RunCancelled event: the run's row does not keep it).
+func (e *Engine) cancelledError(ctx context.Context, run store.Run) string {
+	if reason := e.cancelReason(ctx, run.ID); reason != "" {
+		return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled: %s", run.ID, reason).Error()
+	}
+	return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled", run.ID).Error()
 }
 
 // checkClaim refuses a ledger write from anyone but the worker holding the run under that fence:
-// a stale worker's report would otherwise move a row another worker now owns.
-func (e *Engine) checkClaim(ctx context.Context, c frontend.Claim, name string) error {
+// a stale worker's report would otherwise move a row another worker now owns. It answers the run
+// whenever it could read it, refused or not.
+func (e *Engine) checkClaim(ctx context.Context, c frontend.Claim, name string) (store.Run, error) {
 	if c.RunID == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "backfill call names no run")
+		return store.Run{}, jobs.Errorf(jobs.CodeBadRequest, "backfill call names no run")
 	}
 	if err := jobs.ValidIdentifier("run", c.RunID); err != nil {
-		return err
+		return store.Run{}, err
 	}
 	run, err := e.store.RunGet(ctx, c.RunID)
 	if err != nil {
-		return err
+		return store.Run{}, err
 	}
 	if name != "" && run.Job != name {
-		return jobs.Errorf(jobs.CodeBadRequest, "run %s is a run of %q, not of backfill %q", c.RunID, run.Job, name)
+		return run, jobs.Errorf(jobs.CodeBadRequest, "run %s is a run of %q, not of backfill %q", c.RunID, run.Job, name)
 	}
 	switch {
 	case run.State == store.StateCancelled:
-		return jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", c.RunID)
+		return run, jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", c.RunID)
 	case run.State != store.StateRunning || run.Fence != c.Fence || run.WorkerID != c.WorkerID:
-		return jobs.Errorf(jobs.CodeJobLeaseLost, "run %s is not held by worker %q under fence %d", c.RunID, c.WorkerID, c.Fence)
+		return run, jobs.Errorf(jobs.CodeJobLeaseLost, "run %s is not held by worker %q under fence %d", c.RunID, c.WorkerID, c.Fence)
 	}
-	return nil
+	return run, nil
 }
 
 func rowOf(b store.Backfill) frontend.BackfillRow {
@@ -155,7 +205,9 @@ func rowOf(b store.Backfill) frontend.BackfillRow {
 
 // InspectBackfills is the one projection of the ledger every surface reads: `backfill --list`,
 // `jobs ls` (the passes in flight), `jobs show` (a run's row), the metrics and the pending
-// report. A row still running whose run has ended is reported by its run's state.
+// report. A row still running whose run has ended is reported by its run's state; one whose run
+// was cancelled, or no longer exists, is also written failed then (settlePass), since nothing
+// else will ever end it.
 func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
 	switch f.Status {
 	case "", backfill.StatusRunning, backfill.StatusCompleted, backfill.StatusFailed:
@@ -177,13 +229,23 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 		state := ""
 		if r.Status == store.BackfillRunning {
 			run, err := e.store.RunGet(ctx, r.RunID)
-			if err == nil {
+			switch {
+			case err == nil:
 				state = string(run.State)
-			} else if !jobs.HasCode(err, jobs.CodeRunNotFound) {
+				if run.State == store.StateCancelled {
+					r = e.settlePass(ctx, r, e.cancelledError(ctx, run), run.FinishedAt)
+				}
+			case jobs.HasCode(err, jobs.CodeRunNotFound):
+				// Gone (retention deleted it): "" would read running for good, in flight on
+				// every surface and never pending again.
+				state = backfill.RunDeleted
+				r = e.settlePass(ctx, r, "", r.UpdatedAt)
+			default:
 				return nil, err
 			}
 		}
 		p := backfill.NewProgress(rowOf(r), state)
+		p.Tenant = r.Tenant
 		if f.Status != "" && p.Status != f.Status {
 			continue
 		}
@@ -193,6 +255,29 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 		}
 	}
 	return out, nil
+}
+
+// settlePass writes failed on the running row of a pass whose run can never end it: a cancelled
+// run whose pass was not there to report its end (its worker died, or it sat between attempts),
+// or a run retention deleted. Cancelled and deleted are final, so the row is final too, and it
+// stays failed once retention deletes the run. The write is bookkeeping the read found missing:
+// one that fails is logged and the projection reads the same anyway. errText "" is what
+// NewProgress says of a run that is gone. It answers the row as written.
+func (e *Engine) settlePass(ctx context.Context, r store.Backfill, errText string, at time.Time) store.Backfill {
+	if errText == "" {
+		errText = backfill.NewProgress(frontend.BackfillRow{Status: store.BackfillRunning}, backfill.RunDeleted).Error
+	}
+	if at.Before(r.UpdatedAt) {
+		at = r.UpdatedAt
+	}
+	err := e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: store.BackfillProgress{RunID: r.RunID,
+		Rows: r.Rows, Batches: r.Batches, Cursor: r.Cursor, Now: at}, Status: store.BackfillFailed, Error: errText})
+	if err != nil {
+		e.log.Warn("jobs.backfill.settle-failed", "backfill", r.Name, "run", r.RunID, "err", err)
+		return r
+	}
+	r.Status, r.Error, r.UpdatedAt = store.BackfillFailed, errText, at
+	return r
 }
 
 // DeclaredBackfills returns the application's declarations: the provider's when one is set (an

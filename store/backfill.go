@@ -18,8 +18,13 @@ const (
 // run) writes a new one. The row is a report of the pass, never where a resumed pass restarts
 // (that is the run's step checkpoints).
 type Backfill struct {
-	RunID      string
-	Name       string
+	RunID string
+	Name  string
+	// Tenant is the tenant a per-tenant backfill's pass sweeps (its run's tenant); "" for a
+	// backfill declared for every tenant. A per-tenant backfill keeps a ledger per (Name, Tenant):
+	// one tenant's completed pass says nothing of another's rows. Set when the row is inserted and
+	// never changed.
+	Tenant     string
 	Checksum   string
 	Status     string
 	AppVersion string
@@ -38,9 +43,14 @@ type Backfill struct {
 
 // BackfillFilter selects ledger rows; empty fields select all.
 type BackfillFilter struct {
-	Name   string
-	Status string
-	RunID  string
+	Name string
+	// Tenant selects the passes of one tenant. NoTenant selects the passes of no tenant (a
+	// backfill declared for every tenant) and is ignored when Tenant is set; neither selects
+	// every tenant's. The gate asks for exactly one of them: the passes of (name, tenant).
+	Tenant   string
+	NoTenant bool
+	Status   string
+	RunID    string
 	// Limit bounds the rows returned (≤ 0: 100).
 	Limit int
 }
@@ -65,9 +75,9 @@ type BackfillFinish struct {
 // a worker that resends one (its answer was lost) changes nothing twice.
 type Backfills interface {
 	// BackfillOpen inserts b as a running row, or, when the run already has a row, adopts it: a
-	// failed or running row becomes running again, keeping its StartedAt, counts and cursor (and
-	// taking b.Total when it is ≥ 0); a completed row is returned unchanged. adopted reports an
-	// existing row.
+	// failed or running row becomes running again, keeping its StartedAt, counts, cursor and
+	// tenant (and taking b.Total when it is ≥ 0); a completed row is returned unchanged. adopted
+	// reports an existing row.
 	BackfillOpen(ctx context.Context, b Backfill) (row Backfill, adopted bool, err error)
 	// BackfillUpdate records progress on a running row. A report older than the row's (fewer
 	// batches) is ignored, so a late resend never rewinds it. No row, or a row not running, is

@@ -196,3 +196,27 @@ func CountPgx(pool *pgxpool.Pool, query string, args ...any) func(context.Contex
 		return backfill.ParseCount(v)
 	}
 }
+
+// CountSQLFor is CountSQL for backfill.CountFor: the pass's tenant is the query's last argument,
+// after args ($n with n = len(args)+1), so a per-tenant backfill counts the tenant's rows only:
+//
+//	backfill.CountFor(keyset.CountSQLFor(db, `SELECT count(*) FROM posts WHERE slug IS NULL AND org_id = $1`))
+//
+// The tenant is "" for a backfill declared for every tenant; such a backfill declares Count.
+func CountSQLFor(db *sql.DB, query string, args ...any) func(context.Context, backfill.CountRequest) (int64, error) {
+	return func(ctx context.Context, req backfill.CountRequest) (int64, error) {
+		return CountSQL(db, query, withTenant(args, req)...)(ctx)
+	}
+}
+
+// CountPgxFor is CountPgx for backfill.CountFor: the pass's tenant is the query's last argument,
+// after args ($n with n = len(args)+1), as CountSQLFor.
+func CountPgxFor(pool *pgxpool.Pool, query string, args ...any) func(context.Context, backfill.CountRequest) (int64, error) {
+	return func(ctx context.Context, req backfill.CountRequest) (int64, error) {
+		return CountPgx(pool, query, withTenant(args, req)...)(ctx)
+	}
+}
+
+func withTenant(args []any, req backfill.CountRequest) []any {
+	return append(append(make([]any, 0, len(args)+1), args...), req.Tenant)
+}

@@ -77,3 +77,24 @@ func TestCompositeKeysetPages(t *testing.T) {
 		t.Fatal("a cursor of one value for two keys was accepted")
 	}
 }
+
+// A per-tenant count counts the pass's tenant's rows: the tenant is the query's last argument,
+// after the query's own.
+func TestCountForTakesTheTenantLast(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE items (org TEXT, id INTEGER, kind TEXT);
+		INSERT INTO items VALUES ('a', 1, 'keep'), ('a', 2, 'keep'), ('a', 3, 'skip'), ('b', 1, 'keep')`); err != nil {
+		t.Fatal(err)
+	}
+	count := keyset.CountSQLFor(db, `SELECT count(*) FROM items WHERE kind = $1 AND org = $2`, "keep")
+	for tenant, want := range map[string]int64{"a": 2, "b": 1, "c": 0} {
+		if n, err := count(context.Background(), backfill.CountRequest{Tenant: tenant}); err != nil || n != want {
+			t.Errorf("count of tenant %s = %d, %v; want %d", tenant, n, err, want)
+		}
+	}
+}

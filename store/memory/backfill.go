@@ -82,7 +82,7 @@ func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]sto
 	var out []store.Backfill
 	for _, row := range s.ledger.rows {
 		if (f.Name != "" && row.Name != f.Name) || (f.Status != "" && row.Status != f.Status) ||
-			(f.RunID != "" && row.RunID != f.RunID) {
+			(f.RunID != "" && row.RunID != f.RunID) || !tenantSelected(f, row.Tenant) {
 			continue
 		}
 		out = append(out, *row)
@@ -97,4 +97,16 @@ func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]sto
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// tenantSelected reports whether f selects a row of tenant (store.BackfillFilter: Tenant, else
+// NoTenant, else every tenant).
+func tenantSelected(f store.BackfillFilter, tenant string) bool {
+	switch {
+	case f.Tenant != "":
+		return tenant == f.Tenant
+	case f.NoTenant:
+		return tenant == ""
+	}
+	return true
 }

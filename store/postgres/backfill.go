@@ -13,7 +13,7 @@ func scanBackfill(row pgx.Row, extra ...any) (store.Backfill, error) {
 	var b store.Backfill
 	var completed *time.Time
 	dest := append([]any{&b.RunID, &b.Name, &b.Checksum, &b.Status, &b.AppVersion, &b.Rows, &b.Batches,
-		&b.Cursor, &b.Total, &b.Error, &b.StartedAt, &b.UpdatedAt, &completed}, extra...)
+		&b.Cursor, &b.Total, &b.Error, &b.StartedAt, &b.UpdatedAt, &completed, &b.Tenant}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return b, err
 	}
@@ -28,7 +28,7 @@ func scanBackfill(row pgx.Row, extra ...any) (store.Backfill, error) {
 func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backfill, bool, error) {
 	var adopted bool
 	row, err := scanBackfill(s.pool.QueryRow(ctx, s.bq(sqlBackfillOpen), b.RunID, b.Name, b.Checksum, b.AppVersion,
-		b.Rows, b.Batches, b.Cursor, b.Total, b.StartedAt, b.UpdatedAt), &adopted)
+		b.Rows, b.Batches, b.Cursor, b.Total, b.StartedAt, b.UpdatedAt, b.Tenant), &adopted)
 	if err != nil {
 		return store.Backfill{}, false, unavailable("backfill open", err)
 	}
@@ -53,7 +53,7 @@ func (s *Store) BackfillFinish(ctx context.Context, p store.BackfillFinish) erro
 
 // BackfillList implements store.Backfills.
 func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]store.Backfill, error) {
-	rows, err := s.pool.Query(ctx, s.bq(sqlBackfillList), f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit))
+	rows, err := s.pool.Query(ctx, s.bq(sqlBackfillList), f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, f.NoTenant)
 	if err != nil {
 		return nil, unavailable("backfill list", err)
 	}

@@ -2,17 +2,17 @@ package postgres
 
 import "sync"
 
-// The backfill ledger's statements (store/backfill.go; schema in migrations/002_backfills.up.sql),
-// written with {S} like the rest and rendered once per schema.
+// The backfill ledger's statements (store/backfill.go; schema in migrations/005_backfills.up.sql
+// and 019_backfill_tenant.up.sql), written with {S} like the rest and rendered once per schema.
 
 const backfillCols = `run_id, name, checksum, status, app_version, rows_done, batches, cursor, total,
-	error, started_at, updated_at, completed_at`
+	error, started_at, updated_at, completed_at, tenant`
 
 const (
 	// sqlBackfillOpen adopts the run's row (a completed row stays as it is) or inserts it, in one
 	// statement; xmax = 0 tells an inserted row from an updated one.
 	sqlBackfillOpen = `INSERT INTO {S}.backfills (` + backfillCols + `)
-		VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, '', $9, $10, NULL)
+		VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, '', $9, $10, NULL, $11)
 		ON CONFLICT (run_id) DO UPDATE SET
 			status     = CASE WHEN {S}.backfills.status = 'completed' THEN 'completed' ELSE 'running' END,
 			error      = CASE WHEN {S}.backfills.status = 'completed' THEN {S}.backfills.error ELSE '' END,
@@ -35,9 +35,11 @@ const (
 		completed_at = CASE WHEN $5 = 'completed' THEN $7 ELSE completed_at END
 		WHERE run_id = $1 AND status <> 'completed'`
 
-	// sqlBackfillList: every filter is optional ('' selects all).
+	// sqlBackfillList: every filter is optional ('' selects all); $5 is a tenant, $6 asks for the
+	// passes of no tenant when $5 names none.
 	sqlBackfillList = `SELECT ` + backfillCols + ` FROM {S}.backfills
 		WHERE ($1 = '' OR name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR run_id = $3)
+		AND ($5 = '' OR tenant = $5) AND ($5 <> '' OR NOT $6::boolean OR tenant = '')
 		ORDER BY started_at DESC, run_id DESC LIMIT $4`
 )
 

@@ -12,7 +12,7 @@ func scanBackfill(sc interface{ Scan(...any) error }) (store.Backfill, error) {
 	var b store.Backfill
 	var started, updated, completed int64
 	err := sc.Scan(&b.RunID, &b.Name, &b.Checksum, &b.Status, &b.AppVersion, &b.Rows, &b.Batches, &b.Cursor,
-		&b.Total, &b.Error, &started, &updated, &completed)
+		&b.Total, &b.Error, &started, &updated, &completed, &b.Tenant)
 	b.StartedAt, b.UpdatedAt, b.CompletedAt = decTime(started), decTime(updated), decTime(completed)
 	return b, err
 }
@@ -34,7 +34,7 @@ func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backf
 			return err
 		}
 		if _, err := t.exec(sqlBackfillInsert, b.RunID, b.Name, b.Checksum, b.AppVersion, b.Rows, b.Batches,
-			b.Cursor, b.Total, encTime(b.StartedAt), encTime(b.UpdatedAt), encTime(b.CompletedAt)); err != nil {
+			b.Cursor, b.Total, encTime(b.StartedAt), encTime(b.UpdatedAt), encTime(b.CompletedAt), b.Tenant); err != nil {
 			return err
 		}
 		row, err = scanBackfill(t.queryRow(sqlBackfillGet, b.RunID))
@@ -61,7 +61,11 @@ func (s *Store) BackfillFinish(ctx context.Context, p store.BackfillFinish) erro
 
 // BackfillList implements store.Backfills.
 func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]store.Backfill, error) {
-	rows, err := s.readQuery(ctx, sqlBackfillList, f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit))
+	noTenant := 0
+	if f.NoTenant {
+		noTenant = 1
+	}
+	rows, err := s.readQuery(ctx, sqlBackfillList, f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, noTenant)
 	if err != nil {
 		return nil, failed("backfill list", err)
 	}

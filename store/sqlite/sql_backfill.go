@@ -1,15 +1,16 @@
 package sqlite
 
-// The backfill ledger's statements (store/backfill.go; schema in migrations/002_backfills.sql).
+// The backfill ledger's statements (store/backfill.go; schema in migrations/005_backfills.sql and
+// 013_backfill_tenant.sql).
 
 const backfillCols = `run_id, name, checksum, status, app_version, rows_done, batches, cursor, total,
-	error, started_at, updated_at, completed_at`
+	error, started_at, updated_at, completed_at, tenant`
 
 const (
 	sqlBackfillGet = `SELECT ` + backfillCols + ` FROM backfills WHERE run_id = ?`
 
 	sqlBackfillInsert = `INSERT INTO backfills (` + backfillCols + `)
-		VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, '', ?, ?, ?)`
+		VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, '', ?, ?, ?, ?)`
 
 	// sqlBackfillAdopt: a retry adopts its own row; a completed row stays as it is.
 	sqlBackfillAdopt = `UPDATE backfills SET status = 'running', error = '', updated_at = ?1,
@@ -30,8 +31,10 @@ const (
 		completed_at = CASE WHEN ?4 = 'completed' THEN ?6 ELSE completed_at END
 		WHERE run_id = ?7 AND status <> 'completed'`
 
-	// sqlBackfillList: every filter is optional ('' selects all).
+	// sqlBackfillList: every filter is optional ('' selects all); ?5 is a tenant, ?6 (1 or 0)
+	// asks for the passes of no tenant when ?5 names none.
 	sqlBackfillList = `SELECT ` + backfillCols + ` FROM backfills
 		WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR status = ?2) AND (?3 = '' OR run_id = ?3)
+		AND (CASE WHEN ?5 <> '' THEN tenant = ?5 WHEN ?6 <> 0 THEN tenant = '' ELSE 1 END)
 		ORDER BY started_at DESC, run_id DESC LIMIT ?4`
 )

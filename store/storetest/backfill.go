@@ -36,7 +36,10 @@ func progress(n int, rows, batches int64, cursor string, d time.Duration) store.
 	return store.BackfillProgress{RunID: runID(n), Rows: rows, Batches: batches, Cursor: cursor, Now: at(d)}
 }
 
-var backfillTests = []test{
+// backfillTests is the ledger's suite: a pass's row, then its tenant.
+var backfillTests = append(backfillPassTests, backfillTenantTests...)
+
+var backfillPassTests = []test{
 	{"OpenInsertsARunningRow", func(t *testing.T, s store.Store) {
 		b := pass(1, "slugs")
 		b.Total = 40
@@ -152,6 +155,81 @@ var backfillTests = []test{
 			{store.BackfillFilter{Name: "none"}, nil},
 		} {
 			if got := ids(c.f); len(got) != len(c.want) || (len(got) > 0 && !equalStrings(got, c.want)) {
+				t.Errorf("BackfillList(%+v) = %v; want %v", c.f, got, c.want)
+			}
+		}
+	}},
+}
+
+// tenantPass is pass n of a per-tenant backfill, for tenant.
+func tenantPass(n int, name, tenant string) store.Backfill {
+	b := pass(n, name)
+	b.Tenant = tenant
+	return b
+}
+
+// backfillTenantTests: a per-tenant backfill keeps its ledger per (name, tenant), so one tenant's
+// completed pass is not another tenant's. Without the tenant on the row (and the filter), the
+// gate's question "has this completed?" could only be asked per name, and the second tenant's
+// pass completed at once as skipped, its rows never handled.
+var backfillTenantTests = []test{
+	{"ARowKeepsItsTenant", func(t *testing.T, s store.Store) {
+		row, _ := openPass(t, s, tenantPass(1, "orgs", "org-a"))
+		if row.Tenant != "org-a" {
+			t.Fatalf("opened row = %+v; want tenant org-a", row)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Tenant != "org-a" {
+			t.Fatalf("listed row = %+v; want tenant org-a", got)
+		}
+		// A retry adopts the row; the tenant is the run's and never moves.
+		again := tenantPass(1, "orgs", "org-b")
+		again.StartedAt, again.UpdatedAt = at(time.Minute), at(time.Minute)
+		if row, adopted := openPass(t, s, again); !adopted || row.Tenant != "org-a" {
+			t.Fatalf("adopted row = %+v (adopted %v); want tenant org-a", row, adopted)
+		}
+		if row, _ := openPass(t, s, pass(2, "all")); row.Tenant != "" {
+			t.Fatalf("a pass of no tenant = %+v", row)
+		}
+	}},
+
+	{"ListFiltersByTenant", func(t *testing.T, s store.Store) {
+		openPass(t, s, tenantPass(1, "orgs", "org-a"))
+		openPass(t, s, tenantPass(2, "orgs", "org-b"))
+		openPass(t, s, pass(3, "orgs")) // a pass of no tenant under the same name
+		openPass(t, s, tenantPass(4, "other", "org-a"))
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 1, 1, "", 5*time.Second),
+			Status: store.BackfillCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(f store.BackfillFilter) []string {
+			rows, err := s.BackfillList(t.Context(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range rows {
+				out = append(out, r.RunID)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			f    store.BackfillFilter
+			want []string
+		}{
+			{store.BackfillFilter{Name: "orgs"}, []string{runID(3), runID(2), runID(1)}},
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-a"}, []string{runID(1)}},
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-b"}, []string{runID(2)}},
+			{store.BackfillFilter{Name: "orgs", NoTenant: true}, []string{runID(3)}},
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-a", NoTenant: true}, []string{runID(1)}}, // Tenant wins
+			{store.BackfillFilter{Tenant: "org-a"}, []string{runID(4), runID(1)}},
+			{store.BackfillFilter{NoTenant: true}, []string{runID(3)}},
+			// The gate's question: the newest completed pass of (name, tenant).
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-a", Status: store.BackfillCompleted, Limit: 1}, []string{runID(1)}},
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-b", Status: store.BackfillCompleted, Limit: 1}, nil},
+			{store.BackfillFilter{Name: "orgs", NoTenant: true, Status: store.BackfillCompleted, Limit: 1}, nil},
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-c"}, nil},
+		} {
+			if got := ids(c.f); !equalStrings(got, c.want) {
 				t.Errorf("BackfillList(%+v) = %v; want %v", c.f, got, c.want)
 			}
 		}
