@@ -11,6 +11,7 @@ import (
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 )
@@ -165,27 +166,31 @@ func TestARunningRowWhoseRunCannotEndItReadsFailed(t *testing.T) {
 			}
 			tb := newTable(1)
 
-			// Cancelled, read while the run is there: written failed with the reason.
+			// Cancelled while nobody runs the pass: the cancel writes the row failed with the
+			// reason, before anyone reads it.
 			settled := backfill.MustDefine("settled-on-read", backfill.AllTenants(), tb.source(), tb.handle)
 			id := open(settled, "w1")
 			if _, err := env.Engine.Cancel(ctx, id, "stop it"); err != nil {
 				t.Fatal(err)
 			}
-			if r := stored(id); r.Status != store.BackfillRunning {
-				t.Fatalf("before any read the row is %s; want still running (nobody reported)", r.Status)
+			if r := stored(id); r.Status != store.BackfillFailed || r.Rows != 7 || !strings.Contains(r.Error, "stop it") {
+				t.Fatalf("stored row right after the cancel = %+v; want failed at 7 rows with the reason", r)
 			}
 			if p := ledger(t, env, "settled-on-read"); len(p) != 1 || p[0].Status != backfill.StatusFailed || !strings.Contains(p[0].Error, "stop it") {
 				t.Fatalf("projection = %+v; want failed with the cancel's reason", p)
 			}
-			if r := stored(id); r.Status != store.BackfillFailed || r.Rows != 7 || !strings.Contains(r.Error, "stop it") {
-				t.Fatalf("stored row after a read = %+v; want failed at 7 rows with the reason", r)
-			}
 
-			// Cancelled, and its run deleted by retention before anyone read the row.
+			// Cancelled where the settling write was lost (the cancel committed in the store, the
+			// engine died before the ledger's write), and its run deleted by retention before
+			// anyone read the row: the read writes it failed.
 			gone := backfill.MustDefine("gone-before-read", backfill.AllTenants(), tb.source(), tb.handle)
 			id = open(gone, "w2")
-			if _, err := env.Engine.Cancel(ctx, id, "stop that too"); err != nil {
+			now := env.Clock.Now()
+			if _, err := env.Store.RunCancel(ctx, id, history.New(now, history.RunCancelled{Reason: "stop that too"}), now); err != nil {
 				t.Fatal(err)
+			}
+			if r := stored(id); r.Status != store.BackfillRunning {
+				t.Fatalf("before any read the row is %s; want still running (nobody wrote its end)", r.Status)
 			}
 			env.Fake().Advance(2 * time.Minute)
 			if _, err := env.Engine.SweepRetention(ctx, false); err != nil {

@@ -280,6 +280,21 @@ func (e *Engine) settlePass(ctx context.Context, r store.Backfill, errText strin
 	return r
 }
 
+// settleCancelledPass writes the ledger row of a cancelled run's pass failed when the cancel
+// lands, with the cancel's reason, so that the row is final at once, not at the next read. A
+// pass that is running still reports its end after this, with its own count (a finish
+// overwrites a failed row). A run that is no pass has no row: one read by run id.
+func (e *Engine) settleCancelledPass(ctx context.Context, run store.Run) {
+	rows, err := e.store.BackfillList(ctx, store.BackfillFilter{RunID: run.ID, Status: store.BackfillRunning, Limit: 1})
+	if err != nil {
+		e.log.Warn("jobs.backfill.settle-failed", "run", run.ID, "err", err) // read again, and settled, by InspectBackfills
+		return
+	}
+	if len(rows) == 1 {
+		e.settlePass(context.WithoutCancel(ctx), rows[0], e.cancelledError(ctx, run), run.FinishedAt)
+	}
+}
+
 // DeclaredBackfills returns the application's declarations: the provider's when one is set (an
 // app embedding the engine), otherwise those the workers' manifests hold.
 func (e *Engine) DeclaredBackfills(ctx context.Context) ([]backfill.Declaration, error) {
