@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ultimat3/jobs/codec"
+	"github.com/ultimat3/jobs/internal/termtext"
 )
 
 // The dump format is JSON lines, one event a line:
@@ -130,15 +131,15 @@ func TableWith(w io.Writer, events []Event, open Opener) error {
 		detail := ""
 		if v := ViewWith(e, open); v != nil {
 			if m, ok := v.(map[string]any); ok {
-				delete(m, "name")
+				delete(m, "name") // the NAME column's
 			}
 			b, _ := json.Marshal(v)
 			detail = string(b)
-			if len(detail) > 100 {
-				detail = detail[:97] + "..."
-			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.UTC().Format(time.RFC3339Nano), e.Kind, e.Name, detail)
+		// A step's name and what it recorded are the worker's to choose: shown escaped, so a
+		// control character cannot drive the terminal or break the columns, and clipped.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.UTC().Format(time.RFC3339Nano), termtext.Cell(string(e.Kind), 0),
+			termtext.Cell(e.Name, 40), termtext.Cell(detail, 100))
 	}
 	return tw.Flush()
 }

@@ -511,7 +511,7 @@ func newHistoryCmd() *cobra.Command {
 			if v, err := c.GetRun(cmd.Context(), args[0]); err == nil {
 				printFamily(out, v)
 			}
-			return printHistory(out, events)
+			return history.Table(out, events)
 		},
 	}
 	dump.Flags().StringVar(&format, "format", "jsonl", "jsonl, json or table")

@@ -8,11 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/engine"
-	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/termtext"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -89,63 +88,8 @@ const (
 	errorWidth = 80
 )
 
-// cell is how every value reaches a table or a header block: text that workers, callers and
-// operators chose (keys, tenants, job, queue and step names, actors, reasons, errors) made safe
-// for a terminal and for the table's columns. A control character (C0 with tab and newline, DEL,
-// C1), a Unicode bidi control or a line separator is shown as its Go escape (\x1b, \n, \u202e),
-// so an ESC cannot drive the terminal, a newline or a tab cannot break the columns, and an
-// override cannot reorder what is read; a byte that is not UTF-8 is shown as \xNN. A backslash
-// stays as it is: the table is for reading, --json holds the exact value. When width is
-// positive, the result is clipped to width runes, ending in "…"; an escape is never cut in two.
-func cell(s string, width int) string {
-	var pieces []string
-	n := 0 // runes in pieces
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		var p string
-		switch {
-		case r == utf8.RuneError && size == 1:
-			p = fmt.Sprintf(`\x%02x`, s[i])
-		case hidden(r):
-			p = strings.Trim(strconv.QuoteRune(r), "'")
-		default:
-			p = s[i : i+size]
-		}
-		pieces = append(pieces, p)
-		n += utf8.RuneCountInString(p)
-		i += size
-	}
-	if width <= 0 || n <= width {
-		return strings.Join(pieces, "")
-	}
-	var b strings.Builder
-	room := width - 1 // for the "…"
-	for _, p := range pieces {
-		w := utf8.RuneCountInString(p)
-		if w > room {
-			break
-		}
-		b.WriteString(p)
-		room -= w
-	}
-	b.WriteString("…")
-	return b.String()
-}
-
-// hidden reports whether a rune is shown escaped by cell: a control character, a bidi control
-// (embeddings, overrides, isolates and marks, which reorder the text around them), or a line or
-// paragraph separator.
-func hidden(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
-}
+// cell is termtext.Cell: every value that reaches a table or a header block goes through it.
+var cell = termtext.Cell
 
 func printQueues(w io.Writer, qs []engine.QueueView) error {
 	tw := newTable(w)
@@ -334,25 +278,4 @@ func errorCell(msg string, full bool) string {
 		width = 0
 	}
 	return cell(oneLine(orDash(msg)), width)
-}
-
-// printHistory is `history dump --format table`: the columns of history.Table, with every value
-// through cell (a step's name, and what it recorded, are the worker's to choose) and the detail
-// clipped at 100 characters.
-func printHistory(w io.Writer, events []history.Event) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "SEQ\tAT\tKIND\tNAME\tDETAIL")
-	for _, e := range events {
-		detail := ""
-		if v := history.View(e); v != nil {
-			if m, ok := v.(map[string]any); ok {
-				delete(m, "name") // the NAME column's
-			}
-			b, _ := json.Marshal(v)
-			detail = string(b)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.At.UTC().Format(time.RFC3339Nano), cell(string(e.Kind), 0),
-			cell(e.Name, identWidth), cell(detail, 100))
-	}
-	return tw.Flush()
 }
