@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
@@ -54,11 +55,24 @@ func (s *Server) backfillReport(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listBackfills(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.BackfillFilter{Name: q.Get("name"), Status: q.Get("status"), RunID: q.Get("run")}
-	for field, v := range map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID} {
+	f := store.BackfillFilter{Name: q.Get("name"), Tenant: q.Get("tenant"), Status: q.Get("status"), RunID: q.Get("run")}
+	for field, v := range map[string]string{"name": f.Name, "tenant": f.Tenant, "status": f.Status, "run": f.RunID} {
 		if err := checkText(field, v); err != nil {
 			return err
 		}
+	}
+	// tenant selects one tenant's passes (a per-tenant backfill's ledger is per (name, tenant));
+	// notenant=true the passes of no tenant (a backfill declared for every tenant); neither,
+	// every pass.
+	switch nt := q.Get("notenant"); nt {
+	case "", "false":
+	case "true":
+		f.NoTenant = true
+	default:
+		return jobs.Errorf(jobs.CodeBadRequest, "notenant %q: want true or false", nt)
+	}
+	if f.NoTenant && f.Tenant != "" {
+		return jobs.Errorf(jobs.CodeBadRequest, "tenant and notenant=true select no pass together: give one")
 	}
 	var err error
 	if f.Limit, err = paging.Limit(q.Get("limit"), 0, paging.MaxBackfills); err != nil {

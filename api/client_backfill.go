@@ -38,13 +38,18 @@ func (c *Client) BackfillReport(ctx context.Context, req frontend.BackfillReport
 	return c.callMsgpack(ctx, "/v1/worker/backfill/report", req, &out, c.timeout, jobs.CodeStoreUnavailable)
 }
 
-// Backfills reads the ledger's projection (engine.InspectBackfills), newest pass first.
+// Backfills reads the ledger's projection (engine.InspectBackfills), newest pass first. The
+// filter reads as store.BackfillFilter says: Tenant selects one tenant's passes, NoTenant (ignored
+// when Tenant is set) the passes of no tenant.
 func (c *Client) Backfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID} {
+	for k, v := range map[string]string{"name": f.Name, "tenant": f.Tenant, "status": f.Status, "run": f.RunID} {
 		if v != "" {
 			q.Set(k, v)
 		}
+	}
+	if f.NoTenant && f.Tenant == "" {
+		q.Set("notenant", "true")
 	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

@@ -42,6 +42,10 @@ func newBackfillCmd() *cobra.Command {
 			"ledger row. --all takes every pending backfill, each on its own, and goes on past a refusal.\n" +
 			"--pending lists declared backfills not yet swept here and exits 1 when there is one.\n" +
 			"--list shows the ledger: rows, rows/s and, with a count, rows left and an ETA.\n\n" +
+			"A backfill declared per tenant keeps its ledger, its gate and its live pass per (name, tenant):\n" +
+			"NAME and --write need --tenant; --all takes such a backfill only with --tenant (for that tenant)\n" +
+			"and says it skipped it otherwise; --pending lists each tenant that had a pass, and with --tenant\n" +
+			"gives that tenant's state; --list --tenant shows that tenant's passes.\n\n" +
 			"Exit codes: 0 ok; 1 refused, failed, or (with --pending) something is unswept; 2 usage.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: co.withClient(func(cmd *cobra.Command, args []string, c *api.Client) error {
@@ -82,7 +86,7 @@ func newBackfillCmd() *cobra.Command {
 	f.BoolVar(&o.force, "force", false, "sweep a completed backfill again, into a new ledger row")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	f.StringVar(&o.env, "env", cli.Env(backfill.EnvVar, ""), "this environment [$"+backfill.EnvVar+"]")
-	f.StringVar(&o.tenant, "tenant", "", "the tenant of a per-tenant backfill's pass")
+	f.StringVar(&o.tenant, "tenant", "", "the tenant of a per-tenant backfill's pass (NAME, --all, --pending, --list)")
 	f.StringVar(&o.name, "name", "", "--list: only passes of this backfill")
 	f.StringVar(&o.status, "status", "", "--list: only passes in this status (running, completed, failed)")
 	f.IntVar(&o.limit, "limit", 50, "--list: at most this many passes (1-10000)")
@@ -97,6 +101,9 @@ func backfillPending(cmd *cobra.Command, c *api.Client, o *backfillOptions) erro
 	if err != nil {
 		return err
 	}
+	if o.tenant != "" {
+		return backfillPendingFor(cmd, c, o, rep)
+	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		if err := printJSON(out, rep); err != nil {
@@ -109,11 +116,12 @@ func backfillPending(cmd *cobra.Command, c *api.Client, o *backfillOptions) erro
 			tw := newTable(out)
 			fmt.Fprintln(tw, "BACKFILL\tSTATE\tRUN\tCHECKSUM")
 			for _, r := range rep.Rows {
-				sum := cell(r.Checksum, 0)
-				if r.LedgerChecksum != "" {
-					sum += " (last pass: " + cell(r.LedgerChecksum, 0) + ")"
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(r.Name, identWidth), cell(r.State, 0), cell(orDash(r.RunID), 0), checksumCell(r))
+				// A per-tenant backfill's state is the worst of its tenants': each tenant that
+				// had a pass, under it (a tenant that never had one is not known here).
+				for _, ts := range r.Tenants {
+					fmt.Fprintf(tw, "  tenant %s:\t%s\t%s\t\n", cell(ts.Tenant, identWidth), cell(ts.State, 0), cell(orDash(ts.RunID), 0))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(r.Name, identWidth), cell(r.State, 0), cell(orDash(r.RunID), 0), sum)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -134,6 +142,89 @@ func backfillPending(cmd *cobra.Command, c *api.Client, o *backfillOptions) erro
 	return nil
 }
 
+func checksumCell(r backfill.PendingRow) string {
+	sum := cell(r.Checksum, 0)
+	if r.LedgerChecksum != "" {
+		sum += " (last pass: " + cell(r.LedgerChecksum, 0) + ")"
+	}
+	return sum
+}
+
+// tenantReport is `backfill --pending --tenant T --json`: the report as tenant T reads it.
+type tenantReport struct {
+	backfill.Report
+	Tenant string `json:"tenant"`
+}
+
+// backfillPendingFor is `backfill --pending --tenant T`: each backfill's state for tenant T
+// (backfill.Report.TenantState: a per-tenant backfill's for that tenant, pending when it never
+// had a pass; a backfill of every tenant's own), and exit 1 when one is pending or failed there.
+func backfillPendingFor(cmd *cobra.Command, c *api.Client, o *backfillOptions, rep backfill.Report) error {
+	decls, err := c.DeclaredBackfills(cmd.Context())
+	if err != nil {
+		return err
+	}
+	perTenant := map[string]bool{}
+	for _, d := range decls {
+		perTenant[d.Name] = d.Tenant == "input"
+	}
+	out := tenantReport{Report: backfill.Report{Environment: rep.Environment, Rows: make([]backfill.PendingRow, 0, len(rep.Rows)),
+		Pending: []string{}, Orphaned: rep.Orphaned}, Tenant: o.tenant}
+	for _, r := range rep.Rows {
+		row := r
+		row.State, row.RunID, row.Tenants = rep.TenantState(r.Name, o.tenant), r.RunID, nil
+		if pt, known := perTenant[r.Name]; pt || (!known && r.Tenants != nil) {
+			row.RunID = ""
+			for _, ts := range r.Tenants {
+				if ts.Tenant == o.tenant {
+					row.RunID = ts.RunID
+				}
+			}
+			row.Tenants = []backfill.TenantState{{Tenant: o.tenant, State: row.State, RunID: row.RunID}}
+		}
+		if row.State == backfill.StatePending || row.State == backfill.StateFailed {
+			out.Pending = append(out.Pending, r.Name)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	w := cmd.OutOrStdout()
+	if o.json {
+		if err := printJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		if len(out.Rows) == 0 {
+			fmt.Fprintln(w, "no backfills are declared to this engine")
+		} else {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "BACKFILL\tTENANT\tSTATE\tRUN\tCHECKSUM")
+			for _, r := range out.Rows {
+				tenant := "-" // one pass sweeps every tenant
+				if r.Tenants != nil {
+					tenant = cell(o.tenant, identWidth)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(r.Name, identWidth), tenant, cell(r.State, 0), cell(orDash(r.RunID), 0),
+					checksumCell(r))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if len(out.Orphaned) > 0 {
+			names := make([]string, len(out.Orphaned))
+			for i, n := range out.Orphaned {
+				names[i] = cell(n, identWidth)
+			}
+			fmt.Fprintf(w, "\nin the ledger but no longer declared: %s\n", strings.Join(names, ", "))
+		}
+	}
+	if len(out.Pending) > 0 {
+		return jobs.Errorf(jobs.CodeBackfillPending, "%d unswept in environment %q for tenant %q: %s", len(out.Pending),
+			out.Environment, o.tenant, strings.Join(out.Pending, ", "))
+	}
+	return nil
+}
+
 func backfillList(cmd *cobra.Command, c *api.Client, o *backfillOptions) error {
 	if o.limit < 1 || o.limit > 10_000 {
 		return cli.Usage("--limit %d: want 1 to 10000", o.limit)
@@ -143,7 +234,7 @@ func backfillList(cmd *cobra.Command, c *api.Client, o *backfillOptions) error {
 	default:
 		return cli.Usage("--status %q: want running, completed or failed", o.status)
 	}
-	ps, err := c.Backfills(cmd.Context(), store.BackfillFilter{Name: o.name, Status: o.status, Limit: o.limit})
+	ps, err := c.Backfills(cmd.Context(), store.BackfillFilter{Name: o.name, Tenant: o.tenant, Status: o.status, Limit: o.limit})
 	if err != nil {
 		return err
 	}
@@ -165,27 +256,37 @@ func backfillList(cmd *cobra.Command, c *api.Client, o *backfillOptions) error {
 // printBackfills is the ledger's table: `backfill --list` and the passes in flight of `jobs ls`.
 func printBackfills(w io.Writer, now time.Time, ps []backfill.Progress) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "BACKFILL\tRUN\tSTATUS\tROWS\tROWS/S\tLEFT\tETA\tCURSOR\tSTARTED")
+	fmt.Fprintln(tw, "BACKFILL\tTENANT\tRUN\tSTATUS\tROWS\tROWS/S\tLEFT\tETA\tCURSOR\tSTARTED")
 	for _, p := range ps {
 		left, eta := "-", "-"
 		if p.Left != nil {
 			left = fmt.Sprint(*p.Left)
-			if p.ETA > 0 {
+			switch {
+			case p.ETA > 0:
 				eta = p.ETA.String()
+			case *p.Left > 0:
+				eta = "unknown" // no row done yet: no rate to estimate from
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\n", cell(p.Name, identWidth), cell(p.RunID, 0), cell(p.Status, 0),
-			p.Rows, p.RowsPerSecond, left, eta, cell(orDash(p.Cursor), 30), ago(now, p.StartedAt))
+		// TENANT is a per-tenant backfill's pass's tenant; "-" for a pass over every tenant.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\n", cell(p.Name, identWidth), cell(orDash(p.Tenant), identWidth),
+			cell(p.RunID, 0), cell(p.Status, 0), p.Rows, p.RowsPerSecond, left, eta, cell(orDash(p.Cursor), 30), ago(now, p.StartedAt))
 	}
 	return tw.Flush()
 }
 
 // dryRun is one backfill's verdict.
 type dryRun struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Tenant is the tenant of a per-tenant backfill's pass: its verdict, count and last pass are
+	// that tenant's.
+	Tenant  string `json:"tenant,omitempty"`
 	Run     bool   `json:"run"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Skipped is set by --all without --tenant on a per-tenant backfill: it was neither gated
+	// nor enqueued (Message says why), and it fails nothing.
+	Skipped bool `json:"skipped,omitempty"`
 	// Migration is what the migrations ledger said of requires: applied, pending or unknown.
 	Migration string `json:"migration,omitempty"`
 	// Count is what the newest pass counted at its start, and what it had left; nil before any
@@ -218,18 +319,15 @@ func backfillRun(cmd *cobra.Command, c *api.Client, o *backfillOptions, name str
 		return err
 	}
 	var todo []backfill.Declaration
+	results := []dryRun{} // --json prints [] when nothing is pending, as every listing does
 	if o.all {
 		rep, err := c.PendingBackfills(ctx, o.env)
 		if err != nil {
 			return err
 		}
-		for _, d := range decls {
-			for _, p := range rep.Pending {
-				if d.Name == p {
-					todo = append(todo, d)
-				}
-			}
-		}
+		var skipped []dryRun
+		todo, skipped = o.allPending(decls, rep)
+		results = append(results, skipped...)
 	} else {
 		for _, d := range decls {
 			if d.Name == name {
@@ -239,9 +337,13 @@ func backfillRun(cmd *cobra.Command, c *api.Client, o *backfillOptions, name str
 		if len(todo) == 0 {
 			return jobs.Errorf(jobs.CodeJobUnknown, "no backfill named %q is declared to this engine", name)
 		}
+		if todo[0].Tenant != "input" && o.tenant != "" {
+			// Not ignored: a pass of this backfill sweeps every tenant, which --tenant says is
+			// not what was meant.
+			return cli.Usage("backfill %q is declared for every tenant: one pass sweeps them all; drop --tenant", name)
+		}
 	}
 	// Each name on its own: a refusal or a failure is reported and the next name still runs.
-	results := []dryRun{} // --json prints [] when nothing is pending, as every listing does
 	failed := 0
 	for _, d := range todo {
 		r := o.one(ctx, c, d, ledger)
@@ -266,12 +368,45 @@ func backfillRun(cmd *cobra.Command, c *api.Client, o *backfillOptions, name str
 		}
 	}
 	if failed > 0 {
-		if len(results) == 1 {
-			return jobs.Errorf(jobs.Code(results[0].Code), "%s", results[0].Message)
+		if len(todo) == 1 {
+			// The message already starts with its code (it is the error's text): once on stderr.
+			r := results[len(results)-1]
+			return jobs.Errorf(jobs.Code(r.Code), "%s", strings.TrimPrefix(r.Message, r.Code+": "))
 		}
-		return jobs.Errorf(jobs.Code(firstCode(results)), "%d of %d backfills refused or failed", failed, len(results))
+		return jobs.Errorf(jobs.Code(firstCode(results)), "%d of %d backfills refused or failed", failed, len(todo))
 	}
 	return nil
+}
+
+// allPending is what --all takes: each backfill of every tenant the report names pending (or
+// failed); with --tenant, each per-tenant backfill pending or failed for that tenant
+// (Report.TenantState: a tenant that never had a pass is pending, even when the report reads the
+// name completed from its other tenants). Without --tenant, a per-tenant backfill is skipped,
+// and said so: its ledger is per tenant, and the engine does not know the application's tenants.
+func (o *backfillOptions) allPending(decls []backfill.Declaration, rep backfill.Report) (todo []backfill.Declaration, skipped []dryRun) {
+	state := map[string]string{}
+	for _, r := range rep.Rows {
+		state[r.Name] = r.State
+	}
+	for _, d := range decls {
+		switch {
+		case d.Tenant != "input":
+			for _, p := range rep.Pending {
+				if d.Name == p {
+					todo = append(todo, d)
+				}
+			}
+		case o.tenant != "":
+			if st := rep.TenantState(d.Name, o.tenant); st == backfill.StatePending || st == backfill.StateFailed {
+				todo = append(todo, d)
+			}
+		case state[d.Name] != "" && state[d.Name] != backfill.StateExcluded:
+			skipped = append(skipped, dryRun{Name: d.Name, Skipped: true, Message: "declared per tenant, so its ledger and " +
+				"its gate are per tenant: skipped without --tenant (run --all --tenant T for each tenant; the engine " +
+				"does not know which tenants still need a pass)"})
+		}
+	}
+	return todo, skipped
 }
 
 func firstCode(rs []dryRun) string {
@@ -285,7 +420,11 @@ func firstCode(rs []dryRun) string {
 
 // one gates one backfill and, with --write, enqueues it.
 func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Declaration, l *migrationLedger) dryRun {
+	perTenant := d.Tenant == "input"
 	r := dryRun{Name: d.Name}
+	if perTenant {
+		r.Tenant = o.tenant
+	}
 	fail := func(err error) dryRun {
 		r.Run, r.Code, r.Message = false, string(jobs.CodeOf(err)), err.Error()
 		if r.Code == "" {
@@ -293,12 +432,25 @@ func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Dec
 		}
 		return r
 	}
-	passes, err := c.Backfills(ctx, store.BackfillFilter{Name: d.Name, Limit: 100})
+	// A per-tenant backfill's ledger, gate and live pass are per (name, tenant): its verdict is
+	// a tenant's, so a dry run needs the tenant as much as --write does.
+	if perTenant && o.tenant == "" {
+		return fail(jobs.Errorf(jobs.CodeJobTenantRequired, "backfill %q sweeps one tenant per pass, with a ledger per tenant: name it with --tenant", d.Name))
+	}
+	// The passes of this scope only: a per-tenant backfill's of the tenant asked for (another
+	// tenant's completed pass says nothing of this tenant's rows), one of every tenant's of no
+	// tenant, as the pass's own gate reads them (engine.BackfillOpen).
+	scope := store.BackfillFilter{Name: d.Name, Tenant: r.Tenant, NoTenant: !perTenant}
+	all := scope
+	all.Limit = 100
+	passes, err := c.Backfills(ctx, all)
 	if err != nil {
 		return fail(err)
 	}
 	// The newest completed pass, however many passes came after it.
-	done, err := c.Backfills(ctx, store.BackfillFilter{Name: d.Name, Status: backfill.StatusCompleted, Limit: 1})
+	newestDone := scope
+	newestDone.Status, newestDone.Limit = backfill.StatusCompleted, 1
+	done, err := c.Backfills(ctx, newestDone)
 	if err != nil {
 		return fail(err)
 	}
@@ -330,19 +482,15 @@ func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Dec
 	if !o.write {
 		return r
 	}
-	if d.Tenant == "input" && o.tenant == "" {
-		return fail(jobs.Errorf(jobs.CodeJobTenantRequired, "backfill %q sweeps one tenant per pass: name it with --tenant", d.Name))
-	}
-	in := backfill.Input{Force: o.force}
-	if d.Tenant == "input" {
-		in.Tenant = o.tenant
-	}
+	in := backfill.Input{Force: o.force, Tenant: r.Tenant}
 	input, err := jobs.Encode(in)
 	if err != nil {
 		return fail(err)
 	}
-	req := jobs.EnqueueRequest{Job: d.Name, Queue: d.Queue, Input: input, Key: d.Name, Tenant: in.Tenant,
-		NoTenant: d.Tenant != "input", EnqueuedBy: whoami()}
+	// The pass's own key (name/tenant for a per-tenant backfill), so a live pass of this tenant,
+	// enqueued here or by the application, is found, and another tenant's does not refuse it.
+	req := jobs.EnqueueRequest{Job: d.Name, Queue: d.Queue, Input: input, Key: d.Key(in.Tenant), Tenant: in.Tenant,
+		NoTenant: !perTenant, EnqueuedBy: whoami()}
 	res, err := c.Enqueue(ctx, req)
 	if err != nil {
 		return fail(err)
@@ -353,7 +501,13 @@ func (o *backfillOptions) one(ctx context.Context, c *api.Client, d backfill.Dec
 
 func printDryRun(w io.Writer, r dryRun, write bool) {
 	name := cell(r.Name, 0)
+	if r.Tenant != "" {
+		name += " (tenant " + cell(r.Tenant, 0) + ")"
+	}
 	switch {
+	case r.Skipped:
+		fmt.Fprintf(w, "%s: skipped: %s\n", name, errorCell(r.Message, true))
+		return
 	case !r.Run:
 		fmt.Fprintf(w, "%s: refused: %s\n", name, errorCell(r.Message, true))
 	case r.RunID != "" && r.Deduped:
@@ -444,9 +598,23 @@ func printRunBackfill(w io.Writer, p *backfill.Progress) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nbackfill %s (checksum %s, app %s)\n", cell(p.Name, 0), cell(p.Checksum, 0), cell(orDash(p.AppVersion), 0))
+	tenant := "- (a pass over every tenant)"
+	if p.Tenant != "" {
+		tenant = cell(p.Tenant, 0)
+	}
+	fmt.Fprintf(w, "  tenant:  %s\n", tenant)
 	fmt.Fprintf(w, "  status:  %s\n  rows:    %d in %d batches, %.1f rows/s\n", cell(p.Status, 0), p.Rows, p.Batches, p.RowsPerSecond)
 	if p.Left != nil {
-		fmt.Fprintf(w, "  left:    %d of %d (ETA %s)\n", *p.Left, p.Total, p.ETA)
+		// The ETA is zero when it cannot be estimated (no row done yet) or nothing is left: it is
+		// never shown as 0s.
+		switch {
+		case p.ETA > 0:
+			fmt.Fprintf(w, "  left:    %d of %d (ETA %s)\n", *p.Left, p.Total, p.ETA)
+		case *p.Left > 0:
+			fmt.Fprintf(w, "  left:    %d of %d (ETA unknown)\n", *p.Left, p.Total)
+		default:
+			fmt.Fprintf(w, "  left:    %d of %d\n", *p.Left, p.Total)
+		}
 	}
 	fmt.Fprintf(w, "  cursor:  %s\n  started: %s\n", cell(orDash(p.Cursor), 0), p.StartedAt.UTC().Format(time.RFC3339))
 	if !p.CompletedAt.IsZero() {
