@@ -111,7 +111,7 @@ func (c *InProcess) Manifest(ctx context.Context, kind string) (engine.ManifestV
 
 // Backfills implements Reader.
 func (c *InProcess) Backfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
-	if err := checkText(map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID}); err != nil {
+	if err := checkText(map[string]string{"name": f.Name, "status": f.Status, "run": f.RunID, "tenant": f.Tenant}); err != nil {
 		return nil, err
 	}
 	if f.Limit > paging.MaxBackfills {

@@ -220,6 +220,10 @@ func exerciseTools(t *testing.T, o *testenv.Ops, c client.Client, cs *sdk.Client
 	if bf.Backfills == nil {
 		t.Fatalf("list_backfills: %+v", bf)
 	}
+	ok(t, call(t, cs, mcp.ToolBackfills, map[string]any{"tenant": "nobody"}), &bf)
+	if bf.Backfills == nil || len(bf.Backfills) != 0 {
+		t.Fatalf("list_backfills of a tenant with no pass: %+v", bf)
+	}
 
 	var sc mcp.SchedulesOutput
 	ok(t, call(t, cs, mcp.ToolSchedules, map[string]any{}), &sc)

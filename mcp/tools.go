@@ -79,6 +79,7 @@ type (
 		Name   string `json:"name,omitempty" jsonschema:"only passes of this backfill"`
 		Status string `json:"status,omitempty" jsonschema:"running, completed or failed"`
 		RunID  string `json:"run_id,omitempty" jsonschema:"only the pass of this run"`
+		Tenant string `json:"tenant,omitempty" jsonschema:"only the passes of this tenant (a per-tenant backfill)"`
 		Limit  *int   `json:"limit,omitempty" jsonschema:"at most this many rows, 1 to 10000"`
 	}
 	// SchedulesInput names one schedule, or none for all.
@@ -193,7 +194,7 @@ func (t *tools) register(s *sdk.Server) {
 			if err != nil {
 				return nil, err
 			}
-			bs, err := t.c.Backfills(ctx, store.BackfillFilter{Name: in.Name, Status: in.Status, RunID: in.RunID, Limit: limit})
+			bs, err := t.c.Backfills(ctx, store.BackfillFilter{Name: in.Name, Status: in.Status, RunID: in.RunID, Tenant: in.Tenant, Limit: limit})
 			return BackfillsOutput{Backfills: bs}, err
 		})
 	add(t, s, ToolSchedules, "List the schedules (or one by name): cron, time zone, job, next fire, paused, last run.",
