@@ -193,7 +193,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.round.Lock()
 	defer s.round.Unlock()
 	if s.Leading() {
-		s.setLeading(false)
+		// Not setLeading: a clean stop hands the lease back, which "released" says; "demoted" is
+		// a warning for a leader that lost its lease.
+		s.mu.Lock()
+		s.leading = false
+		s.mu.Unlock()
 		if err := s.store.LeaderRelease(ctx, Role, s.cfg.ID); err != nil {
 			return err
 		}

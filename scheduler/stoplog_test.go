@@ -1,0 +1,35 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/scheduler"
+	"github.com/ultimat3/jobs/store/memory"
+)
+
+// A leader's clean stop hands its lease back and says so at info; "demoted", a warning, is for a
+// leader that lost its lease, and a clean stop is not that.
+func TestACleanStopIsNotADemotion(t *testing.T) {
+	t.Parallel()
+	logs := &testenv.LogBuffer{}
+	env := testenv.Start(t, testenv.Options{Store: memory.New(), Logger: logs.Logger()})
+	s, err := scheduler.New(scheduler.Config{Engine: env.Engine, ID: "a", Logger: logs.Logger(),
+		Schedules: scheduler.Static(define(t, "hourly", "0 * * * *", "UTC"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick(t, s)
+	if !s.Leading() {
+		t.Fatal("the only scheduler does not lead")
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "jobs.scheduler.released") || strings.Contains(out, "jobs.scheduler.demoted") {
+		t.Fatalf("a clean stop logged:\n%s", out)
+	}
+}
