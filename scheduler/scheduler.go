@@ -315,7 +315,7 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 		}
 		runs[i] = run
 	}
-	_, err := s.eng.FireSchedule(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
+	res, err := s.eng.FireSchedule(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
 		From: st.Watermark, To: p.to, LastFire: p.fire[len(p.fire)-1], Missed: p.missed, Runs: runs})
 	switch {
 	case jobs.HasCode(err, jobs.CodeScheduleConflict):
@@ -328,6 +328,13 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 	occs := make([]string, len(p.fire))
 	for i, o := range p.fire {
 		occs[i] = o.In(c.loc).Format(time.RFC3339)
+		// An occurrence's key is its schedule's name and instant, which anyone who may enqueue
+		// the job can name first: the fire then finds that run live and creates none. The
+		// scheduler cannot tell a squatter from a caller who meant it, so it says so.
+		if i < len(res) && res[i].Deduped && res[i].Run.EnqueuedBy != runs[i].Run.EnqueuedBy {
+			s.log.Warn("jobs.scheduler.key-held", "schedule", c.Name, "occurrence", occs[i], "run", res[i].Run.ID,
+				"enqueued_by", res[i].Run.EnqueuedBy)
+		}
 	}
 	s.log.Info("jobs.scheduler.fired", "schedule", c.Name, "occurrences", occs, "missed", p.missed,
 		"watermark", p.to.Format(time.RFC3339))
