@@ -23,6 +23,7 @@ const (
 // The engine's codes. Each is declared once, in the table below, with its class and meaning.
 const (
 	CodeStepDuplicate            Code = "X_STEP_DUPLICATE"
+	CodeStepNested               Code = "X_STEP_NESTED"
 	CodeReplayDiverged           Code = "X_REPLAY_DIVERGED"
 	CodeJobIdempotencyRequired   Code = "X_JOB_IDEMPOTENCY_REQUIRED"
 	CodeJobTenantRequired        Code = "X_JOB_TENANT_REQUIRED"
@@ -98,6 +99,7 @@ type CodeInfo struct {
 // of their own codes with RegisterErrorRetry.
 var codeTable = []CodeInfo{
 	{CodeStepDuplicate, Terminal, "the same durable-call name was used twice in one run: a code bug, never a silent overwrite"},
+	{CodeStepNested, Terminal, "a durable call was made inside a step's function (or from a goroutine while the body waited for a step): it would not replay, so it is refused"},
 	{CodeReplayDiverged, Terminal, "the code's durable calls no longer match the recorded history; the run is blocked until a fixed deploy and a retry"},
 	{CodeJobIdempotencyRequired, Terminal, "an untyped enqueue named no idempotency key"},
 	{CodeJobTenantRequired, Terminal, "a job definition or an untyped enqueue named neither a tenant nor 'no tenant'"},

@@ -44,6 +44,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobSlotLost:              http.StatusConflict,
 	jobs.CodeAborted:                  http.StatusConflict,
 	jobs.CodeStepDuplicate:            http.StatusConflict,
+	jobs.CodeStepNested:               http.StatusConflict,
 	jobs.CodeReplayDiverged:           http.StatusConflict,
 	jobs.CodeJobMaxAttempts:           http.StatusConflict,
 	jobs.CodeChildFailed:              http.StatusConflict,

@@ -20,6 +20,9 @@ func (r *runtimeImpl) StartChild(c *jobs.Ctx, name string, req jobs.EnqueueReque
 // body resumes on the child's outcome exactly as on an event.
 func (r *runtimeImpl) AwaitChild(c *jobs.Ctx, name, runID string) (jobs.ChildOutcome, error) {
 	e := (*Execution)(r)
+	if err := e.nested(kindWait, name); err != nil {
+		return jobs.ChildOutcome{}, err
+	}
 	idx := e.begin(kindWait, name, jobs.ChildEvent)
 	if idx < 0 {
 		if _, err := e.record([]frontend.Command{{Kind: frontend.CmdAwaitChild, Name: name,

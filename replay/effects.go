@@ -34,6 +34,9 @@ func (r *runtimeImpl) Enqueue(c *jobs.Ctx, name string, req jobs.EnqueueRequest)
 }
 
 func (e *Execution) effect(k callKind, cmd frontend.Command) (string, error) {
+	if err := e.nested(k, cmd.Name); err != nil {
+		return "", err
+	}
 	idx := e.begin(k, cmd.Name, "")
 	if idx >= 0 {
 		return string(e.cs.list[idx].output), nil

@@ -105,9 +105,15 @@ type Execution struct {
 	span trace.Span
 
 	aborted atomic.Pointer[jobs.Error]
-	lastSeq atomic.Int64
-	resume  chan resumeMsg
-	exited  chan struct{}
+	// stepping is set while a step's function runs (a Step, not a parallel one), steppingName
+	// being that step's, written before the flag is set: the body waits for the function, so a
+	// durable call meanwhile comes from inside it (nested.go). A flag and a string rather than
+	// a pointer to the name, which would cost every step an allocation.
+	stepping     atomic.Bool
+	steppingName string
+	lastSeq      atomic.Int64
+	resume       chan resumeMsg
+	exited       chan struct{}
 
 	// parked is the index of the call the body is parked on, or -1.
 	mu     sync.Mutex
@@ -459,6 +465,9 @@ type runtimeImpl Execution
 
 func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	e := (*Execution)(r)
+	if err := e.nested(kindStep, name); err != nil {
+		return nil, err
+	}
 	idx := e.begin(kindStep, name, "")
 	if idx >= 0 {
 		return e.cs.list[idx].output, nil
@@ -468,7 +477,10 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 		return nil, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message)
 	}
 	ctx, span := e.startStep(c, name)
+	e.steppingName = name
+	e.stepping.Store(true)
 	out, err := e.runStep(ctx, name, fn)
+	e.stepping.Store(false)
 	if err != nil {
 		endStep(span, err)
 		e.undo(name)
@@ -535,6 +547,9 @@ func (e *Execution) runStep(c context.Context, name string, fn func(context.Cont
 
 func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 	e := (*Execution)(r)
+	if err := e.nested(kindSleep, name); err != nil {
+		return err
+	}
 	idx := e.begin(kindSleep, name, "")
 	if idx < 0 {
 		// A sleep of d <= 0 is already due: it wakes now, not at now + d. Below -24h, now + d
@@ -560,6 +575,9 @@ func (r *runtimeImpl) Sleep(c *jobs.Ctx, name string, d time.Duration) error {
 
 func (r *runtimeImpl) WaitForEvent(c *jobs.Ctx, name, event string, match map[string]any, timeout time.Duration, opts jobs.WaitOptions) ([]byte, bool, error) {
 	e := (*Execution)(r)
+	if err := e.nested(kindWait, name); err != nil {
+		return nil, false, err
+	}
 	keys, err := history.MatchKeys(match)
 	if err != nil {
 		return nil, false, jobs.Wrap(jobs.CodeEncoding, err, "wait %q", name)

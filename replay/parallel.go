@@ -31,6 +31,10 @@ type pendingStep struct {
 func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]byte, error)) *jobs.Promise {
 	e := (*Execution)(r)
 	p := jobs.NewPromise()
+	if err := e.nested(kindStep, name); err != nil {
+		p.Settle(nil, 0, err)
+		return p
+	}
 	if e.names[name] {
 		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeStepDuplicate,
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",

@@ -13,6 +13,9 @@ var _ jobs.Versioner = (*runtimeImpl)(nil)
 // (jobs.DefaultVersion) without consuming a recorded call.
 func (r *runtimeImpl) Version(c *jobs.Ctx, changeID string, min, max int) (int, error) {
 	e := (*Execution)(r)
+	if err := e.nested(kindVersion, changeID); err != nil {
+		return 0, err
+	}
 	if v, ok := e.versions[changeID]; ok {
 		return e.supported(changeID, v, min, max), nil
 	}

@@ -1,0 +1,44 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/testenv"
+	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
+	"github.com/ultimat3/jobs/worker"
+)
+
+// A durable call inside a step's function is refused where it is made (X_STEP_NESTED, terminal),
+// and nothing of it is recorded: recorded, it would stand before its step in the history, and the
+// run's first replay, which returns the step's output without running its function, would
+// diverge from it. Under a StepTimeout the function runs on a goroutine of its own: refused alike.
+func TestADurableCallInsideAStepIsRefused(t *testing.T) {
+	for _, opts := range [][]jobs.Option{nil, {jobs.StepTimeout(time.Minute)}} {
+		env := testenv.Start(t, testenv.Options{Store: memory.New()})
+		j := jobs.MustDefine("nests", func(i int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, i int) (int, error) {
+				return jobs.Step(c, "outer", func(context.Context) (int, error) {
+					return jobs.Step(c, "inner", func(context.Context) (int, error) { return 1, nil })
+				})
+			}, opts...)
+		env.Worker(worker.Config{}, j)
+		res, err := j.Enqueue(context.Background(), env.Engine, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := env.Await(res.RunID, store.StateFailed, store.StateCompleted)
+		if run.State != store.StateFailed || run.ErrorCode != string(jobs.CodeStepNested) || run.Attempt != 1 {
+			t.Fatalf("opts %v: run %s %s %q at attempt %d; want failed X_STEP_NESTED at once", opts, run.State, run.ErrorCode, run.Error, run.Attempt)
+		}
+		for _, ev := range env.History(res.RunID) {
+			if ev.Kind == history.KindStepCompleted {
+				t.Fatalf("opts %v: a step was recorded: %s", opts, ev.Name)
+			}
+		}
+	}
+}
