@@ -56,7 +56,7 @@ func (j *Job[In, Out]) StartChild(c *Ctx, name string, in In, opts ...ChildOptio
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ch, ok := c.rt.(Children)
+	ch, ok := rtOf(c).(Children)
 	if !ok {
 		return ChildRun[Out]{}, Errorf(CodeInvariant, "child %s: this runtime cannot start child runs", name)
 	}
@@ -76,7 +76,7 @@ func (j *Job[In, Out]) StartChild(c *Ctx, name string, in In, opts ...ChildOptio
 // child's own error in the message; its run id stays on the ChildRun for an operator.
 func (r ChildRun[Out]) Wait(c *Ctx) (Out, error) {
 	var zero Out
-	ch, ok := c.rt.(Children)
+	ch, ok := rtOf(c).(Children)
 	if !ok {
 		return zero, Errorf(CodeInvariant, "child %s: this runtime cannot await child runs", r.Name)
 	}

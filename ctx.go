@@ -63,6 +63,25 @@ func NewCtx(parent context.Context, info RunInfo, rt Runtime) *Ctx {
 	return &Ctx{Context: context.WithValue(parent, actorKey{}, info.Actor), info: info, rt: rt}
 }
 
+// runtime returns the Ctx's runtime, or an error naming the call when there is none: a durable
+// call outside a job body (a nil Ctx, or one made by hand rather than by the worker) would
+// otherwise be a bare nil-pointer panic.
+func (c *Ctx) runtime(kind, name string) (Runtime, error) {
+	if c == nil || c.rt == nil {
+		return nil, Errorf(CodeBadRequest, "%s %q was called outside a job body: durable calls take the *jobs.Ctx the worker hands the body", kind, name)
+	}
+	return c.rt, nil
+}
+
+// rtOf is the Ctx's runtime, or nil for a nil Ctx: the optional runtimes are asserted on it, and
+// a nil one answers "this runtime cannot …" rather than a panic.
+func rtOf(c *Ctx) Runtime {
+	if c == nil {
+		return nil
+	}
+	return c.rt
+}
+
 // Run returns the run's identity.
 func (c *Ctx) Run() RunInfo { return c.info }
 

@@ -22,7 +22,11 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 		live T
 		ran  bool
 	}
-	out, err := c.rt.Step(c, name, func(ctx context.Context) ([]byte, error) {
+	rt, err := c.runtime("step", name)
+	if err != nil {
+		return zero, err
+	}
+	out, err := rt.Step(c, name, func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)
 		if err != nil {
 			return nil, err
@@ -72,7 +76,11 @@ const WakeSkew = 24 * time.Hour
 // that changes the duration still replays the runs asleep under the old one (they wake at the
 // time recorded when they fell asleep).
 func Sleep(c *Ctx, name string, d time.Duration) error {
-	return c.rt.Sleep(c, name, d)
+	rt, err := c.runtime("sleep", name)
+	if err != nil {
+		return err
+	}
+	return rt.Sleep(c, name, d)
 }
 
 // SleepFor is Sleep with the name derived from the duration ("sleep:72h0m0s").
@@ -83,7 +91,7 @@ func Sleep(c *Ctx, name string, d time.Duration) error {
 // name of its own. SleepFor suits only a duration that will never change, such as a constant
 // written into the protocol the job implements.
 func SleepFor(c *Ctx, d time.Duration) error {
-	return c.rt.Sleep(c, "sleep:"+d.String(), d)
+	return Sleep(c, "sleep:"+d.String(), d)
 }
 
 // Match selects events by equality of their top-level fields.
@@ -116,7 +124,11 @@ func WaitForEvent[T any](c *Ctx, name, event string, match Match, timeout time.D
 	if !o.Lookback.Valid() {
 		return zero, false, Errorf(CodeBadRequest, "wait %q: lookback %q: want %q, %q or %q", name, o.Lookback, LookbackWindow, LookbackSinceRunStart, LookbackNone)
 	}
-	raw, ok, err := c.rt.WaitForEvent(c, name, event, match, timeout, o)
+	rt, err := c.runtime("wait", name)
+	if err != nil {
+		return zero, false, err
+	}
+	raw, ok, err := rt.WaitForEvent(c, name, event, match, timeout, o)
 	if err != nil || !ok {
 		return zero, false, err
 	}

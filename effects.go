@@ -11,7 +11,7 @@ type Effects interface {
 }
 
 func effects(c *Ctx, call string) (Effects, error) {
-	fx, ok := c.rt.(Effects)
+	fx, ok := rtOf(c).(Effects)
 	if !ok {
 		return nil, Errorf(CodeInvariant, "%s: this runtime cannot act beyond the run", call)
 	}

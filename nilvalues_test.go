@@ -46,3 +46,30 @@ func TestRegistryRefusesNilDefinitions(t *testing.T) {
 		t.Errorf("the registry holds %d definitions, want 1", len(r.All()))
 	}
 }
+
+// A durable call outside a job body (a nil Ctx, or one not made by the worker) is refused with
+// an error that says so, not a nil-pointer panic.
+func TestDurableCallsOutsideABodyAreRefused(t *testing.T) {
+	for what, c := range map[string]*jobs.Ctx{"nil": nil, "zero": {}} {
+		calls := map[string]func() error{
+			"Step": func() error {
+				_, err := jobs.Step(c, "s", func(context.Context) (int, error) { return 1, nil })
+				return err
+			},
+			"Sleep":    func() error { return jobs.Sleep(c, "nap", time.Second) },
+			"SleepFor": func() error { return jobs.SleepFor(c, time.Second) },
+			"WaitForEvent": func() error {
+				_, _, err := jobs.WaitForEvent[int](c, "w", "e", nil, time.Second)
+				return err
+			},
+			"Publish": func() error { _, err := jobs.Publish(c, "e", 1); return err },
+			"Version": func() error { _, err := jobs.Version(c, "change", jobs.DefaultVersion, 1); return err },
+		}
+		for name, call := range calls {
+			err := call()
+			if err == nil {
+				t.Errorf("%s with a %s Ctx: no error", name, what)
+			}
+		}
+	}
+}

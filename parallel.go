@@ -70,7 +70,7 @@ type Future[T any] struct {
 // Future is settled from the history at once, whatever order the steps finished in.
 func Go[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) *Future[T] {
 	f := &Future[T]{name: name}
-	par, ok := c.rt.(Parallel)
+	par, ok := rtOf(c).(Parallel)
 	if !ok {
 		f.p = NewPromise()
 		f.p.Settle(nil, 0, Errorf(CodeInvariant, "step %q: this runtime cannot run steps in parallel", name))

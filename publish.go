@@ -67,7 +67,7 @@ func PublishMatch(c *Ctx, event string, payload any, match Match) (string, error
 
 // PublishAsMatch is PublishMatch with the durable call's name given.
 func PublishAsMatch(c *Ctx, name, event string, payload any, match Match) (string, error) {
-	fx, ok := c.rt.(MatchedEffects)
+	fx, ok := rtOf(c).(MatchedEffects)
 	if !ok {
 		return "", Errorf(CodeInvariant, "publish %s: this runtime cannot publish with match fields", name)
 	}

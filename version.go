@@ -38,7 +38,7 @@ func Version(c *Ctx, changeID string, min, max int) (int, error) {
 	if min < DefaultVersion || max < min {
 		return 0, Errorf(CodeBadRequest, "version %q: [%d, %d] is not a range of versions from %d", changeID, min, max, DefaultVersion)
 	}
-	v, ok := c.rt.(Versioner)
+	v, ok := rtOf(c).(Versioner)
 	if !ok {
 		return 0, Errorf(CodeInvariant, "version %q: this runtime does not record change points", changeID)
 	}

@@ -274,7 +274,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return nil
 	}
 	if len(s.creds) == 0 && !LoopbackAddr(s.cfg.Addr) && !s.cfg.AllowUnauthenticated {
-		return jobs.Errorf(jobs.CodeUnauthorized, "api: %s is reachable beyond this machine and no token is set: set --token (or role tokens), or allow it explicitly (--allow-unauthenticated)", s.cfg.Addr)
+		return jobs.Errorf(jobs.CodeUnauthorized, "api: %s is reachable beyond this machine and no token is set: set a token (api.Config.Token or Credentials; engine serve --token or role tokens), or allow it explicitly (api.Config.AllowUnauthenticated; --allow-unauthenticated)", s.cfg.Addr)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)

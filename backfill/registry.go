@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"context"
 	"sort"
 	"sync"
 
@@ -32,6 +33,10 @@ func register(d Declarer) {
 	// level; tests that define one name again mean the newer one.
 	registry.byName[d.Declaration().Name] = d
 }
+
+// Declared is Registered as engine.Config.Backfills takes it: an app that embeds the engine
+// passes backfill.Declared, so the engine knows the backfills it defined that never ran.
+func Declared(context.Context) ([]Declaration, error) { return Registered(), nil }
 
 // Registered returns the declarations of every backfill this process defined, by name.
 func Registered() []Declaration {

@@ -14,7 +14,7 @@ import (
 
 // BackfillDeclarations returns the backfills the application declares. It is the seam through
 // which the engine learns of backfills that exist but never ran: an in-process app passes
-// backfill.Registered; an engine serving remote workers is given what their manifests declare.
+// backfill.Declared; an engine serving remote workers is given what their manifests declare.
 type BackfillDeclarations func(ctx context.Context) ([]backfill.Declaration, error)
 
 // maxLedgerScan bounds the rows a projection reads at once.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/backfill"
+	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/worker"
@@ -47,3 +49,7 @@ func TestADelayedRunSaysWhenItIsDue(t *testing.T) {
 		}
 	})
 }
+
+// backfill.Declared is what engine.Config.Backfills takes, as the README says an embedding app
+// passes it.
+var _ engine.BackfillDeclarations = backfill.Declared

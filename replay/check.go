@@ -14,10 +14,12 @@ import (
 // recorded steps return their recorded outputs, which is what makes it a safe regression test
 // for a deploy:
 //
-//	events, _ := history.LoadFile("testdata/onboard-run.jsonl")
-//	if err := replay.Check(ctx, onboard, events); err != nil { t.Fatal(err) }
+//	if err := replay.CheckFile(ctx, onboard, "testdata/onboard-run.jsonl"); err != nil { t.Fatal(err) }
+//
+// (CheckFile reads a dump of `engine history dump ID`; history.Load reads one from any reader.)
 func Check(ctx context.Context, def jobs.Definition, events []history.Event) error {
-	info := jobs.RunInfo{Job: def.Name(), Queue: def.Config().Queue, Attempt: 1}
+	// A dump does not carry its run's id: the messages name the check instead of an empty id.
+	info := jobs.RunInfo{RunID: "(replay.Check)", Job: def.Name(), Queue: def.Config().Queue, Attempt: 1}
 	if len(events) > 0 {
 		if p, err := events[0].Decode(); err == nil {
 			if rs, ok := p.(history.RunStarted); ok {
