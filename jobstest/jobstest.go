@@ -49,6 +49,9 @@ type Options struct {
 	// Lookback is the engine's event lookback window. Default the engine's (5 min).
 	Lookback time.Duration
 	// Worker tunes the worker (queues, concurrency, …); Frontend, Registry and Clock are set.
+	// Its StickyRuns defaults to -1: the body is replayed at every wake-up, so a test catches
+	// code that does not replay. Set it above zero to resume parked bodies, as a long-lived
+	// worker mostly does.
 	Worker worker.Config
 	// Logger defaults to discarding everything.
 	Logger *slog.Logger
@@ -127,6 +130,13 @@ func (e *Env) StartWorker(cfg worker.Config, defs ...jobs.Definition) *worker.Wo
 	}
 	if cfg.PollWait == 0 {
 		cfg.PollWait = time.Second
+	}
+	if cfg.StickyRuns == 0 {
+		// Replay the body at every wake-up, as a worker that restarted (or any other worker)
+		// would, instead of resuming it parked in memory: code that does not replay (a step name
+		// from rand or time.Now, a durable call from a goroutine) then fails the test with
+		// X_REPLAY_DIVERGED rather than passing it and failing in production.
+		cfg.StickyRuns = -1
 	}
 	w, err := worker.New(cfg)
 	if err != nil {

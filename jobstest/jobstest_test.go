@@ -2,6 +2,8 @@ package jobstest_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,3 +109,27 @@ type recorder struct {
 
 func (r *recorder) Helper()               {}
 func (r *recorder) Errorf(string, ...any) { r.errors++ }
+
+// The kit replays the body at every wake-up, as a restarted worker would: a step whose name is
+// not the same on replay fails the test (the run is blocked, X_REPLAY_DIVERGED) instead of passing
+// it, parked in memory, and failing in production.
+func TestCodeThatDoesNotReplayFailsInTheKit(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	drifting := jobs.MustDefine("drifting", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+		func(ctx *jobs.Ctx, in order) (string, error) {
+			name := fmt.Sprintf("fetch-%d", calls.Add(1)) // differs at every run of the body
+			if _, err := jobs.Step(ctx, name, func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return "", err
+			}
+			if err := jobs.Sleep(ctx, "nap", time.Hour); err != nil {
+				return "", err
+			}
+			return "done", nil
+		})
+	env := jobstest.New(t, jobstest.Options{}, drifting)
+	run := env.RunToCompletion(jobstest.Enqueue(env, drifting, order{ID: "d1"}))
+	if run.State != store.StateBlocked || run.ErrorCode != string(jobs.CodeReplayDiverged) {
+		t.Fatalf("run %s %s %q; want blocked X_REPLAY_DIVERGED", run.State, run.ErrorCode, run.Error)
+	}
+}
