@@ -122,6 +122,8 @@ type Engine struct {
 	ledgers *lru.Cache[string, *ledger]
 	// fleetState is the engine's copy of the workers' manifests (manifest.go).
 	fleetState fleetState
+	// conflictsSaid holds the declaration conflicts already logged (manifest.go warnConflicts).
+	conflictsSaid sync.Map
 	// claimed remembers the job of each run recently claimed, so a heartbeat renews the slot of
 	// the run's own job without reading the run (slots.go).
 	claimed *lru.Cache[string, string]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +127,43 @@ func (e *Engine) DeclareManifest(ctx context.Context, m frontend.Manifest) (fron
 	e.fleetState.mu.Lock()
 	e.fleetState.cur = nil // read afresh: this worker's manifest is the newest fact
 	e.fleetState.mu.Unlock()
+	e.warnConflicts(ctx, m.WorkerID, p.Declared)
 	return frontend.ManifestResponse{Resend: e.cfg.ManifestResend}, nil
+}
+
+// warnConflicts logs, once per disagreement, that this worker declares a job, backfill or
+// schedule that other current workers declare differently (two builds of one name: another
+// queue, other attempts, another cap). The engine enforces the tightest of them and the manifest
+// marks the conflict, but a deploy that went wrong should be said where operators look: the
+// log, when the second declaration arrives. A failed read is not the manifest's failure.
+func (e *Engine) warnConflicts(ctx context.Context, worker string, declared []store.Declared) {
+	if len(declared) == 0 {
+		return
+	}
+	v, err := e.manifestView(ctx, "")
+	if err != nil {
+		return
+	}
+	mine := map[[2]string]string{}
+	for _, d := range declared {
+		mine[[2]string{d.Kind, d.Name}] = d.Checksum
+	}
+	others := map[[2]string][]string{} // checksums current workers hold besides this worker's
+	for _, d := range v.Declarations {
+		k := [2]string{d.Kind, d.Name}
+		if sum, ok := mine[k]; ok && d.Conflict && d.Checksum != sum {
+			others[k] = append(others[k], d.Checksum)
+		}
+	}
+	for k, sums := range others {
+		slices.Sort(sums)
+		key := k[0] + "\x00" + k[1] + "\x00" + mine[k] + "\x00" + strings.Join(sums, ",")
+		if _, seen := e.conflictsSaid.LoadOrStore(key, true); seen {
+			continue
+		}
+		e.log.Warn("jobs.manifest.conflict", "kind", k[0], "name", k[1], "worker", worker, "checksum", mine[k],
+			"other_checksums", sums)
+	}
 }
 
 // checkJobDeclaration refuses a job configuration the engine would enforce wrongly.
