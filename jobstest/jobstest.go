@@ -48,6 +48,12 @@ type Options struct {
 	Start time.Time
 	// Lookback is the engine's event lookback window. Default the engine's (5 min).
 	Lookback time.Duration
+	// Lease is the engine's claim lease. Default 30 days of the fake clock: the kit's worker
+	// lives in the test's process and cannot die without it, and with the engine's 30 s a test
+	// that advances the clock past it while a body runs (to reach a jobs.Timeout, say) would see
+	// the lease lapse before the worker's renewal lands, and the run handed out again. A test of
+	// lease expiry sets it.
+	Lease time.Duration
 	// Worker tunes the worker (queues, concurrency, …); Frontend, Registry and Clock are set.
 	// Its StickyRuns defaults to -1: the body is replayed at every wake-up, so a test catches
 	// code that does not replay. Set it above zero to resume parked bodies, as a long-lived
@@ -90,7 +96,10 @@ func New(t testing.TB, o Options, defs ...jobs.Definition) *Env {
 		}
 	}
 	fake := clock.NewFake(o.Start)
-	eng, err := engine.New(engine.Config{Store: o.Store, Clock: fake, Lookback: o.Lookback, Logger: o.Logger,
+	if o.Lease == 0 {
+		o.Lease = 30 * 24 * time.Hour
+	}
+	eng, err := engine.New(engine.Config{Store: o.Store, Clock: fake, Lookback: o.Lookback, Logger: o.Logger, Lease: o.Lease,
 		PollFallback: 50 * time.Millisecond, StickyWindow: 500 * time.Millisecond, AllowUndeclared: true})
 	if err != nil {
 		t.Fatalf("jobstest: engine: %v", err)

@@ -3,6 +3,7 @@ package jobstest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,5 +132,28 @@ func TestCodeThatDoesNotReplayFailsInTheKit(t *testing.T) {
 	run := env.RunToCompletion(jobstest.Enqueue(env, drifting, order{ID: "d1"}))
 	if run.State != store.StateBlocked || run.ErrorCode != string(jobs.CodeReplayDiverged) {
 		t.Fatalf("run %s %s %q; want blocked X_REPLAY_DIVERGED", run.State, run.ErrorCode, run.Error)
+	}
+}
+
+// A body's timeout longer than the engine's usual lease is testable on the fake clock: advancing
+// past it fails the attempt with X_TIMEOUT, with the run held by the one worker throughout.
+func TestATimeoutLongerThanTheLeaseIsTestable(t *testing.T) {
+	t.Parallel()
+	slow := jobs.MustDefine("slow", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+		func(ctx *jobs.Ctx, in order) (string, error) {
+			return jobs.Step(ctx, "wait-forever", func(c context.Context) (string, error) {
+				<-c.Done()
+				return "", c.Err()
+			})
+		}, jobs.Timeout(5*time.Minute), jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+	env := jobstest.New(t, jobstest.Options{}, slow)
+	run := jobstest.Enqueue(env, slow, order{ID: "s1"})
+	env.Await(run, store.StateRunning)
+	for range 12 { // ten minutes, in half-minute hops past the engine's 30 s lease
+		env.Advance(30 * time.Second)
+	}
+	r := env.Await(run, store.StateFailed, store.StateCompleted)
+	if r.State != store.StateFailed || r.Attempt != 1 || !strings.Contains(r.Error, string(jobs.CodeTimeout)) {
+		t.Fatalf("run %s at attempt %d: %s %q; want failed on its one attempt with X_TIMEOUT", r.State, r.Attempt, r.ErrorCode, r.Error)
 	}
 }
