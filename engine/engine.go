@@ -148,6 +148,9 @@ type Engine struct {
 
 	mu      sync.Mutex
 	started bool
+	// ranOnce is set by the first Start: a record refused while not running says whether the
+	// engine is stopping or was never started (a forgotten Start).
+	ranOnce bool
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -227,7 +230,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.started {
 		return nil
 	}
-	e.started = true
+	e.started, e.ranOnce = true, true
 	if p, ok := e.store.(store.OldestFirstPreparer); ok && e.cfg.OldestFirst {
 		// The index only this claim order reads is built on demand (Postgres), so that creates
 		// do not pay for it in the default, fair order. Without it the claims are still right.

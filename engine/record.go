@@ -91,10 +91,13 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
 	}
 	e.mu.Lock()
-	started := e.started
+	started, ranOnce := e.started, e.ranOnce
 	e.mu.Unlock()
 	if !started {
-		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine is not running")
+		if !ranOnce {
+			return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine was never started: call Engine.Start (an fx app includes engine.Module) before its workers record")
+		}
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine is stopping")
 	}
 	select {
 	case e.commits <- r:
