@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,5 +41,36 @@ func TestADurableCallInsideAStepIsRefused(t *testing.T) {
 				t.Fatalf("opts %v: a step was recorded: %s", opts, ev.Name)
 			}
 		}
+	}
+}
+
+// A durable call from a goroutine the body left running, made after the body returned, is told
+// that the attempt ended, not a lease story that contradicts itself (the same fence).
+func TestADurableCallAfterTheBodyReturnedSaysSo(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	release, errc := make(chan struct{}), make(chan error, 1)
+	j := jobs.MustDefine("leaves-a-goroutine", func(i int) string { return "k" }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, i int) (int, error) {
+			go func() {
+				<-release
+				_, err := jobs.Step(c, "late", func(context.Context) (int, error) { return 1, nil })
+				errc <- err
+			}()
+			return i, nil
+		})
+	env.Worker(worker.Config{}, j)
+	res, err := j.Enqueue(context.Background(), env.Engine, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Await(res.RunID, store.StateCompleted)
+	close(release)
+	select {
+	case err := <-errc:
+		if err == nil || strings.Contains(err.Error(), "the write carries fence") {
+			t.Fatalf("a step after the body returned: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late step did not return")
 	}
 }

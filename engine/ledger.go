@@ -218,10 +218,9 @@ func (e *Engine) claimVerdict(ctx context.Context, req frontend.RecordRequest, r
 	switch {
 	case err != nil:
 		return err
-	case run.State == store.StateCancelled:
-		return jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", req.RunID)
-	case run.State != store.StateRunning || run.Fence != req.Fence:
-		return jobs.Errorf(jobs.CodeJobLeaseLost, "run %s is %s with fence %d; the write carries fence %d", req.RunID, run.State, run.Fence, req.Fence)
+	}
+	if lost := store.FenceRefusal(req.RunID, run.State, run.Fence, req.Fence); lost != nil {
+		return lost
 	}
 	return refusal
 }

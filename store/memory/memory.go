@@ -485,17 +485,13 @@ func (s *Store) RunApply(ctx context.Context, ms []store.Mutation) ([]store.Muta
 // holds reports why a write under fence to run id is refused, or nil when it may apply.
 func (s *Store) holds(id string, fence int64) (*runRec, error) {
 	r := s.runs[id]
-	switch {
-	case r == nil:
+	if r == nil {
 		return nil, jobs.Errorf(jobs.CodeRunNotFound, "run %s", id)
-	case r.run.State == store.StateRunning && r.run.Fence == fence:
-		return r, nil
-	case r.run.State == store.StateCancelled:
-		return nil, jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", id)
-	default:
-		return nil, jobs.Errorf(jobs.CodeJobLeaseLost, "run %s is %s with fence %d; the write carries fence %d",
-			id, r.run.State, r.run.Fence, fence)
 	}
+	if err := store.FenceRefusal(id, r.run.State, r.run.Fence, fence); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (s *Store) apply(m store.Mutation) store.MutationResult {

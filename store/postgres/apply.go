@@ -141,16 +141,11 @@ type waitRow struct {
 // apply checks m against r (nil: no such run), and, if it holds, applies it to r in memory and
 // records its writes.
 func (w *applyWrites) apply(r *store.Run, m store.Mutation, found []lookbackEvent) store.MutationResult {
-	switch {
-	case r == nil:
+	if r == nil {
 		return store.MutationResult{Err: notFound(m.RunID)}
-	case r.State == store.StateRunning && r.Fence == m.Fence:
-	case r.State == store.StateCancelled:
-		return store.MutationResult{Err: jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", m.RunID), Run: cloneRun(*r)}
-	default:
-		return store.MutationResult{Err: jobs.Errorf(jobs.CodeJobLeaseLost,
-			"run %s is %s with fence %d; the write carries fence %d", m.RunID, r.State, r.Fence, m.Fence),
-			Run: cloneRun(*r)}
+	}
+	if err := store.FenceRefusal(m.RunID, r.State, r.Fence, m.Fence); err != nil {
+		return store.MutationResult{Err: err, Run: cloneRun(*r)}
 	}
 	if err := store.StaleSeq(*r, m); err != nil {
 		return store.MutationResult{Err: err, Run: cloneRun(*r)}

@@ -367,15 +367,7 @@ func (s *Store) RunHeartbeat(ctx context.Context, p store.HeartbeatParams) ([]er
 // refusal is why a worker holding fence may not write to a run in state with fence current, or
 // nil when it may.
 func refusal(runID string, state store.State, current, fence int64) error {
-	switch {
-	case state == store.StateCancelled:
-		return jobs.Errorf(jobs.CodeAborted, "run %q was cancelled", runID)
-	case state != store.StateRunning:
-		return jobs.Errorf(jobs.CodeJobLeaseLost, "run %q is %s, no longer running", runID, state)
-	case current != fence:
-		return jobs.Errorf(jobs.CodeJobLeaseLost, "run %q was claimed again (fence %d, this claim's %d)", runID, current, fence)
-	}
-	return nil
+	return store.FenceRefusal(runID, state, current, fence)
 }
 
 // RunGet implements store.Store.
