@@ -132,17 +132,7 @@ var backfillPassTests = []test{
 			Status: store.BackfillCompleted}); err != nil {
 			t.Fatal(err)
 		}
-		ids := func(f store.BackfillFilter) []string {
-			rows, err := s.BackfillList(t.Context(), f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []string
-			for _, r := range rows {
-				out = append(out, r.RunID)
-			}
-			return out
-		}
+		ids := func(f store.BackfillFilter) []string { return passIDs(t, s, f) }
 		for _, c := range []struct {
 			f    store.BackfillFilter
 			want []string
@@ -201,17 +191,7 @@ var backfillTenantTests = []test{
 			Status: store.BackfillCompleted}); err != nil {
 			t.Fatal(err)
 		}
-		ids := func(f store.BackfillFilter) []string {
-			rows, err := s.BackfillList(t.Context(), f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []string
-			for _, r := range rows {
-				out = append(out, r.RunID)
-			}
-			return out
-		}
+		ids := func(f store.BackfillFilter) []string { return passIDs(t, s, f) }
 		for _, c := range []struct {
 			f    store.BackfillFilter
 			want []string
@@ -246,4 +226,18 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// passIDs lists the run ids of the ledger rows f selects, in the store's order.
+func passIDs(t *testing.T, s store.Store, f store.BackfillFilter) []string {
+	t.Helper()
+	rows, err := s.BackfillList(t.Context(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.RunID)
+	}
+	return out
 }
