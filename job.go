@@ -173,6 +173,16 @@ func Define[In, Out any](name string, key func(In) string, tenant Tenant[In], bo
 	if body == nil {
 		return nil, Errorf(CodeJobDefinition, "job %q has no body", name)
 	}
+	// A type msgpack cannot encode (a channel, a function, a struct holding one) would fail only
+	// at run time: its input at the first enqueue, its result after the body and its side
+	// effects ran, terminally. Its zero value tells at start-up. (A value of an interface type,
+	// or behind a nil pointer, is only known at run time.)
+	if _, err := Encode(*new(In)); err != nil {
+		return nil, Errorf(CodeJobDefinition, "job %q: its input type %T cannot be encoded: %v", name, *new(In), err)
+	}
+	if _, err := Encode(*new(Out)); err != nil {
+		return nil, Errorf(CodeJobDefinition, "job %q: its result type %T cannot be encoded: %v", name, *new(Out), err)
+	}
 	cfg := Config{Queue: DefaultQueue, Retry: DefaultRetryPolicy, EventPoll: DefaultEventPoll}
 	for i, o := range opts {
 		if o == nil {

@@ -73,3 +73,19 @@ func TestDurableCallsOutsideABodyAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A job whose input or result type msgpack cannot encode is refused at Define, not after its
+// body and side effects ran.
+func TestDefineRefusesTypesThatCannotBeEncoded(t *testing.T) {
+	type withFunc struct{ F func() }
+	_, err := jobs.Define("chan-out", func(int) string { return "k" }, jobs.NoTenant[int](),
+		func(*jobs.Ctx, int) (chan int, error) { return nil, nil })
+	if !jobs.HasCode(err, jobs.CodeJobDefinition) {
+		t.Errorf("a channel result: %v, want X_JOB_DEFINITION", err)
+	}
+	_, err = jobs.Define("func-in", func(withFunc) string { return "k" }, jobs.NoTenant[withFunc](),
+		func(*jobs.Ctx, withFunc) (int, error) { return 0, nil })
+	if !jobs.HasCode(err, jobs.CodeJobDefinition) {
+		t.Errorf("an input holding a func: %v, want X_JOB_DEFINITION", err)
+	}
+}
