@@ -217,9 +217,39 @@ func AdvanceAndFire(t testing.TB, eng *engine.Engine, st store.Store, fake *cloc
 }
 
 // Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
+//
+// A run the engine handed back for flow control (its job's fleet concurrency cap, a keyed
+// limit) is delayed for engine.SlotRetry of the fake clock, which nothing else moves: Await
+// moves it on, so a capped job's runs get their turn as they would in real time. A run delayed
+// by its enqueue or a retry is left alone (that is the test's clock to move). On a timeout the
+// message says why the run waits, when the engine knows.
 func (e *Env) Await(runID string, states ...store.State) store.Run {
 	e.T.Helper()
-	return Await(e.T, e.Engine, runID, states...)
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	var run store.Run
+	for time.Now().Before(deadline) {
+		var err error
+		if run, err = e.Engine.GetRun(ctx, runID); err != nil {
+			e.T.Fatalf("get run %s: %v", runID, err)
+		}
+		if slices.Contains(states, run.State) {
+			return run
+		}
+		if run.State == store.StateDelayed {
+			if v, err := e.Engine.InspectRun(ctx, runID); err == nil && v.DueAt == nil && v.Waiting != "" {
+				e.Advance(engine.SlotRetry)
+				continue
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	why := ""
+	if v, err := e.Engine.InspectRun(ctx, runID); err == nil && v.Waiting != "" {
+		why = "; it waits: " + v.Waiting
+	}
+	e.T.Fatalf("run %s: state %s after 20s, want one of %v (error: %s %s)%s", runID, run.State, states, run.ErrorCode, run.Error, why)
+	return run
 }
 
 // Await waits (in real time, up to 20s) until the run is in one of states, and returns it.

@@ -157,3 +157,23 @@ func TestATimeoutLongerThanTheLeaseIsTestable(t *testing.T) {
 		t.Fatalf("run %s at attempt %d: %s %q; want failed on its one attempt with X_TIMEOUT", r.State, r.Attempt, r.ErrorCode, r.Error)
 	}
 }
+
+// A job with a fleet concurrency cap runs its queued runs in turn in the kit: the runs the engine
+// hands back over the cap get their turn without the test moving the clock.
+func TestACappedJobRunsInTurn(t *testing.T) {
+	t.Parallel()
+	capped := jobs.MustDefine("capped", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+		func(ctx *jobs.Ctx, in order) (string, error) {
+			return jobs.Step(ctx, "work", func(context.Context) (string, error) { return "done-" + in.ID, nil })
+		}, jobs.Concurrency(1))
+	env := jobstest.New(t, jobstest.Options{}, capped)
+	var runs []string
+	for _, id := range []string{"a", "b", "c"} {
+		runs = append(runs, jobstest.Enqueue(env, capped, order{ID: id}))
+	}
+	for i, run := range runs {
+		if got := jobstest.Result(env, capped, run); got != "done-"+[]string{"a", "b", "c"}[i] {
+			t.Fatalf("run %d: %q", i, got)
+		}
+	}
+}
