@@ -69,5 +69,7 @@ func (e *Engine) handBackNote(r store.Run) string {
 }
 
 func jobCapNote(job string, limit int) string {
-	return fmt.Sprintf("job %q is at its fleet concurrency cap (%d running, jobs.Concurrency)", job, limit)
+	// Said of the moment of the hand-back, read later: by then the runs that held the cap may
+	// have finished, and the run waits for its retry of the claim.
+	return fmt.Sprintf("job %q was at its fleet concurrency cap (%d running, jobs.Concurrency) when this run was last claimed; it is tried again shortly", job, limit)
 }
