@@ -131,38 +131,39 @@ func (e *Engine) DeclareManifest(ctx context.Context, m frontend.Manifest) (fron
 	return frontend.ManifestResponse{Resend: e.cfg.ManifestResend}, nil
 }
 
-// warnConflicts logs, once per disagreement, that this worker declares a job, backfill or
-// schedule that other current workers declare differently (two builds of one name: another
-// queue, other attempts, another cap). The engine enforces the tightest of them and the manifest
-// marks the conflict, but a deploy that went wrong should be said where operators look: the
-// log, when the second declaration arrives. A failed read is not the manifest's failure.
+// warnConflicts logs, once per disagreement, that this worker declares a job that other current
+// workers declare differently (two builds of one name: another queue, other attempts, another
+// cap). The engine enforces the tightest of them and the manifest marks the conflict, but a
+// deploy that went wrong should be said where operators look: the log, when the second
+// declaration arrives. It reads the engine's copy of the fleet, which the put above made stale:
+// the read it causes is the one the next enqueue or poll would make anyway. A failed read is not
+// the manifest's failure.
 func (e *Engine) warnConflicts(ctx context.Context, worker string, declared []store.Declared) {
-	if len(declared) == 0 {
-		return
-	}
-	v, err := e.manifestView(ctx, "")
-	if err != nil {
-		return
-	}
-	mine := map[[2]string]string{}
+	var f *fleet
 	for _, d := range declared {
-		mine[[2]string{d.Kind, d.Name}] = d.Checksum
-	}
-	others := map[[2]string][]string{} // checksums current workers hold besides this worker's
-	for _, d := range v.Declarations {
-		k := [2]string{d.Kind, d.Name}
-		if sum, ok := mine[k]; ok && d.Conflict && d.Checksum != sum {
-			others[k] = append(others[k], d.Checksum)
-		}
-	}
-	for k, sums := range others {
-		slices.Sort(sums)
-		key := k[0] + "\x00" + k[1] + "\x00" + mine[k] + "\x00" + strings.Join(sums, ",")
-		if _, seen := e.conflictsSaid.LoadOrStore(key, true); seen {
+		if d.Kind != jobs.DeclareJob {
 			continue
 		}
-		e.log.Warn("jobs.manifest.conflict", "kind", k[0], "name", k[1], "worker", worker, "checksum", mine[k],
-			"other_checksums", sums)
+		if f == nil {
+			var err error
+			if f, err = e.fleetView(ctx, false); err != nil {
+				return
+			}
+		}
+		var others []string // the checksums other current declarations of the job hold
+		for _, jd := range f.jobs[d.Name] {
+			if jd.checksum != d.Checksum && len(jd.workers) > 0 {
+				others = append(others, jd.checksum)
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		slices.Sort(others)
+		key := d.Name + "\x00" + d.Checksum + "\x00" + strings.Join(others, ",")
+		if _, seen := e.conflictsSaid.LoadOrStore(key, true); !seen {
+			e.log.Warn("jobs.manifest.conflict", "job", d.Name, "worker", worker, "checksum", d.Checksum, "other_checksums", others)
+		}
 	}
 }
 

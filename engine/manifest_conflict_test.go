@@ -22,7 +22,7 @@ func TestAConflictingDeclarationIsLoggedOnce(t *testing.T) {
 	testenv.Declare(t, env.Engine, "w2", testenv.Untyped("export", "q2"), testenv.Untyped("audit", "q1"))
 	testenv.Declare(t, env.Engine, "w2", testenv.Untyped("export", "q2"), testenv.Untyped("audit", "q1")) // a resend
 	out := logs.String()
-	if n := strings.Count(out, "jobs.manifest.conflict"); n != 1 || !strings.Contains(out, "name=export") || !strings.Contains(out, "worker=w2") {
+	if n := strings.Count(out, "jobs.manifest.conflict"); n != 1 || !strings.Contains(out, "job=export") || !strings.Contains(out, "worker=w2") {
 		t.Fatalf("%d conflict lines, want 1 naming export and w2:\n%s", n, out)
 	}
 }

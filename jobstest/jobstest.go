@@ -228,6 +228,7 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	var run store.Run
+	var inspected time.Time // the UpdatedAt of the delayed row last inspected: once per delay
 	for time.Now().Before(deadline) {
 		var err error
 		if run, err = e.Engine.GetRun(ctx, runID); err != nil {
@@ -236,7 +237,8 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 		if slices.Contains(states, run.State) {
 			return run
 		}
-		if run.State == store.StateDelayed {
+		if run.State == store.StateDelayed && !run.UpdatedAt.Equal(inspected) {
+			inspected = run.UpdatedAt
 			if v, err := e.Engine.InspectRun(ctx, runID); err == nil && v.DueAt == nil && v.Waiting != "" {
 				e.Advance(engine.SlotRetry)
 				continue
