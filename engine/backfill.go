@@ -98,7 +98,7 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 	}
 	if run, err := e.checkClaim(ctx, req.Claim, ""); err != nil {
 		switch {
-		case req.Status == "" && e.lateReport(ctx, req):
+		case req.Status == "" && e.lateReport(ctx, run, req):
 		case req.Status != "" && run.State == store.StateCancelled && run.Fence == req.Fence:
 			// The end of a pass whose run was cancelled, from its last holder (a cancel does not
 			// move the fence): recorded failed, with the cancel's reason, so the row is final when
@@ -121,9 +121,8 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 // cancelled: the page is in the history, so its progress belongs in the ledger too. Only the
 // last holder (a cancel does not move the fence) may send it, and never more batches than the
 // history holds; its end goes through cancelledPass.
-func (e *Engine) lateReport(ctx context.Context, req frontend.BackfillReportRequest) bool {
-	run, err := e.store.RunGet(ctx, req.RunID)
-	if err != nil || run.State != store.StateCancelled || run.Fence != req.Fence {
+func (e *Engine) lateReport(ctx context.Context, run store.Run, req frontend.BackfillReportRequest) bool {
+	if run.State != store.StateCancelled || run.Fence != req.Fence { // run: as checkClaim read it
 		return false
 	}
 	batches, err := e.recordedBatches(ctx, req.RunID)
@@ -165,10 +164,14 @@ func (e *Engine) cancelledPass(ctx context.Context, run store.Run, req frontend.
 // cancelledError is what a cancelled pass's row says of its end: X_RUN_CANCELLED and the reason
 // the cancel gave (its RunCancelled event: the run's row does not keep it).
 func (e *Engine) cancelledError(ctx context.Context, run store.Run) string {
-	if reason := e.cancelReason(ctx, run.ID); reason != "" {
-		return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled: %s", run.ID, reason).Error()
+	return cancelledText(run.ID, e.cancelReason(ctx, run.ID))
+}
+
+func cancelledText(runID, reason string) string {
+	if reason != "" {
+		return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled: %s", runID, reason).Error()
 	}
-	return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled", run.ID).Error()
+	return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled", runID).Error()
 }
 
 // checkClaim refuses a ledger write from anyone but the worker holding the run under that fence:
@@ -284,14 +287,15 @@ func (e *Engine) settlePass(ctx context.Context, r store.Backfill, errText strin
 // lands, with the cancel's reason, so that the row is final at once, not at the next read. A
 // pass that is running still reports its end after this, with its own count (a finish
 // overwrites a failed row). A run that is no pass has no row: one read by run id.
-func (e *Engine) settleCancelledPass(ctx context.Context, run store.Run) {
+func (e *Engine) settleCancelledPass(ctx context.Context, run store.Run, reason string) {
 	rows, err := e.store.BackfillList(ctx, store.BackfillFilter{RunID: run.ID, Status: store.BackfillRunning, Limit: 1})
 	if err != nil {
 		e.log.Warn("jobs.backfill.settle-failed", "run", run.ID, "err", err) // read again, and settled, by InspectBackfills
 		return
 	}
 	if len(rows) == 1 {
-		e.settlePass(context.WithoutCancel(ctx), rows[0], e.cancelledError(ctx, run), run.FinishedAt)
+		// The reason is the cancel's own: no history read for it.
+		e.settlePass(context.WithoutCancel(ctx), rows[0], cancelledText(run.ID, reason), run.FinishedAt)
 	}
 }
 

@@ -438,7 +438,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, e
 	if err == nil {
 		e.metrics.cancelled(run)
 		e.settled(run.State)
-		e.settleCancelledPass(ctx, run) // backfill.go: a pass's ledger row ends with its run
+		e.settleCancelledPass(ctx, run, reason) // backfill.go: a pass's ledger row ends with its run
 	}
 	e.cancelled(ctx, runID, run, err) // children.go: the parent hears of it, the children follow
 	return run, err
