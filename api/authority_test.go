@@ -110,3 +110,78 @@ func TestSecondWorkerCannotTouchAnothersClaim(t *testing.T) {
 		t.Fatalf("the holder's completion: %+v %v", resp, err)
 	}
 }
+
+// TestSecondWorkerCannotWriteAnothersBackfillLedger: the backfill ledger calls are worker writes
+// like a record. Run, fence and worker id are on any viewer's screen, so a second worker
+// credential presenting them (without the claim's lease token, or with it under another fence)
+// must neither open nor report the pass: a forged "completed" would make every later pass of that
+// backfill a no-op and let the migrations gated on it go ahead. The refusals write nothing, on the
+// live run and on a cancelled one, and the holder's own calls still land.
+func TestSecondWorkerCannotWriteAnothersBackfillLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{Token: "admin", Credentials: []api.Credential{
+		{Token: "worker-a-tok", Role: api.RoleWorker}, {Token: "worker-b-tok", Role: api.RoleWorker}}})
+	ctx := context.Background()
+	first, err := api.NewClient(b.url, "worker-a-tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := api.NewClient(b.url, "worker-b-tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	task := claimOne(t, b, first, "worker-a", "sweep", "q")
+	holder := frontend.Claim{RunID: task.RunID, Fence: task.Fence, WorkerID: "worker-a", LeaseToken: task.LeaseToken}
+	if _, err := first.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: holder, Name: "sweep", Checksum: "c", Total: 100}); err != nil {
+		t.Fatalf("the holder's open: %v", err)
+	}
+	forged := []frontend.Claim{
+		{RunID: task.RunID, Fence: task.Fence, WorkerID: "worker-a"},                                                        // no token
+		{RunID: task.RunID, Fence: task.Fence, WorkerID: "worker-a", LeaseToken: strings.Repeat("A", len(task.LeaseToken))}, // a guess
+		{RunID: task.RunID, Fence: task.Fence + 1, WorkerID: "worker-a", LeaseToken: task.LeaseToken},                       // another fence
+		{RunID: task.RunID, Fence: task.Fence, WorkerID: "worker-b", LeaseToken: task.LeaseToken},                           // another worker
+	}
+	row := func() store.Backfill {
+		t.Helper()
+		rows, err := b.env.Store.BackfillList(ctx, store.BackfillFilter{RunID: task.RunID})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("ledger: %+v %v", rows, err)
+		}
+		return rows[0]
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, c := range forged {
+			if _, err := second.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: c, Name: "sweep", Checksum: "c", Total: 1, Force: true}); !jobs.HasCode(err, jobs.CodeLeaseInvalid) {
+				t.Fatalf("%s: forged open %d: %v; want X_LEASE_INVALID", when, i, err)
+			}
+			for _, status := range []string{"", store.BackfillCompleted, store.BackfillFailed} {
+				err := second.BackfillReport(ctx, frontend.BackfillReportRequest{Claim: c, Rows: 1, Batches: 1, Status: status})
+				if !jobs.HasCode(err, jobs.CodeLeaseInvalid) {
+					t.Fatalf("%s: forged report %d (status %q): %v; want X_LEASE_INVALID", when, i, status, err)
+				}
+			}
+		}
+		if r := row(); r.Status != store.BackfillRunning || r.Rows != 0 || r.Batches != 0 || r.Total != 100 {
+			t.Fatalf("%s: the forged calls moved the row: %+v", when, r)
+		}
+	}
+	check("live run")
+	if err := first.BackfillReport(ctx, frontend.BackfillReportRequest{Claim: holder, Rows: 0, Batches: 0}); err != nil {
+		t.Fatalf("the holder's report: %v", err)
+	}
+	if _, err := b.env.Engine.Cancel(ctx, task.RunID, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	// The cancel settles the row failed; a forged end after it changes nothing either.
+	for i, c := range forged {
+		if err := second.BackfillReport(ctx, frontend.BackfillReportRequest{Claim: c, Rows: 1, Batches: 1, Status: store.BackfillCompleted}); !jobs.HasCode(err, jobs.CodeLeaseInvalid) {
+			t.Fatalf("cancelled run: forged end %d: %v; want X_LEASE_INVALID", i, err)
+		}
+	}
+	if r := row(); r.Status != store.BackfillFailed || r.Rows != 0 {
+		t.Fatalf("cancelled run: the row reads %+v; want failed at 0 rows", r)
+	}
+}

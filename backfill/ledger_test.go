@@ -28,26 +28,27 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 		open := func(c frontend.Claim, name string) (frontend.BackfillOpenResponse, error) {
 			return env.Engine.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: c, Name: name, Checksum: "sum", Total: -1})
 		}
-		// Not claimed yet.
-		if _, err := open(frontend.Claim{RunID: res.RunID, Fence: 1, WorkerID: "w"}, "guarded"); !jobs.HasCode(err, jobs.CodeJobLeaseLost) {
-			t.Fatalf("open of an unclaimed run: %v; want X_JOB_LEASE_LOST", err)
+		// Not claimed yet: no token was ever issued.
+		if _, err := open(frontend.Claim{RunID: res.RunID, Fence: 1, WorkerID: "w"}, "guarded"); !jobs.HasCode(err, jobs.CodeLeaseInvalid) {
+			t.Fatalf("open of an unclaimed run: %v; want X_LEASE_INVALID", err)
 		}
 		testenv.Declare(t, env.Engine, "w", b)
 		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"default"}, Max: 1, Wait: time.Second})
 		if err != nil || len(tasks) != 1 {
 			t.Fatalf("poll: %v, %d tasks", err, len(tasks))
 		}
-		claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w"}
+		claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w", LeaseToken: tasks[0].LeaseToken}
 		for _, c := range []struct {
 			claim frontend.Claim
 			name  string
 			code  jobs.Code
 		}{
-			{frontend.Claim{RunID: res.RunID, Fence: claim.Fence + 1, WorkerID: "w"}, "guarded", jobs.CodeJobLeaseLost},
-			{frontend.Claim{RunID: res.RunID, Fence: claim.Fence, WorkerID: "other"}, "guarded", jobs.CodeJobLeaseLost},
+			{frontend.Claim{RunID: res.RunID, Fence: claim.Fence + 1, WorkerID: "w", LeaseToken: claim.LeaseToken}, "guarded", jobs.CodeLeaseInvalid},
+			{frontend.Claim{RunID: res.RunID, Fence: claim.Fence, WorkerID: "other", LeaseToken: claim.LeaseToken}, "guarded", jobs.CodeLeaseInvalid},
+			{frontend.Claim{RunID: res.RunID, Fence: claim.Fence, WorkerID: "w"}, "guarded", jobs.CodeLeaseInvalid},
 			{claim, "another-backfill", jobs.CodeBadRequest},
 			{claim, "", jobs.CodeBadRequest},
-			{frontend.Claim{RunID: "no-such-run", Fence: 1, WorkerID: "w"}, "guarded", jobs.CodeRunNotFound},
+			{frontend.Claim{RunID: "no-such-run", Fence: 1, WorkerID: "w", LeaseToken: claim.LeaseToken}, "guarded", jobs.CodeLeaseInvalid},
 			{frontend.Claim{RunID: "", Fence: 1, WorkerID: "w"}, "guarded", jobs.CodeBadRequest},
 			{frontend.Claim{RunID: "bad\x00id", Fence: 1, WorkerID: "w"}, "guarded", jobs.CodeBadRequest},
 		} {
@@ -72,7 +73,8 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 		for name, r := range map[string]frontend.BackfillReportRequest{
 			"bad status":    {Claim: claim, Rows: 9, Batches: 2, Status: "done"},
 			"negative rows": {Claim: claim, Rows: -1, Batches: 2},
-			"stale fence":   {Claim: frontend.Claim{RunID: res.RunID, Fence: claim.Fence - 1, WorkerID: "w"}, Rows: 9, Batches: 2},
+			"stale fence":   {Claim: frontend.Claim{RunID: res.RunID, Fence: claim.Fence - 1, WorkerID: "w", LeaseToken: claim.LeaseToken}, Rows: 9, Batches: 2},
+			"no token":      {Claim: frontend.Claim{RunID: res.RunID, Fence: claim.Fence, WorkerID: "w"}, Rows: 9, Batches: 2},
 			"NUL cursor":    {Claim: claim, Rows: 9, Batches: 2, Cursor: "\x00"},
 		} {
 			if err := report(r); err == nil || jobs.CodeOf(err) == "" {
@@ -146,7 +148,7 @@ func TestARunningRowWhoseRunCannotEndItReadsFailed(t *testing.T) {
 				if err != nil || len(tasks) != 1 || tasks[0].RunID != res.RunID {
 					t.Fatalf("poll: %v, %+v", err, tasks)
 				}
-				claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: worker}
+				claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: worker, LeaseToken: tasks[0].LeaseToken}
 				if _, err := env.Engine.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: claim, Name: b.Declaration().Name,
 					Checksum: "sum", Total: -1}); err != nil {
 					t.Fatal(err)

@@ -97,6 +97,9 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 		req.Error = req.Error[:10_000]
 	}
 	if run, err := e.checkClaim(ctx, req.Claim, ""); err != nil {
+		if !jobs.HasCode(err, jobs.CodeAborted) {
+			return err // only a cancelled run's last holder, with its token, is heard below
+		}
 		switch {
 		case req.Status == "" && e.lateReport(ctx, run, req):
 		case req.Status != "" && run.State == store.StateCancelled && run.Fence == req.Fence:
@@ -175,13 +178,19 @@ func cancelledText(runID, reason string) string {
 }
 
 // checkClaim refuses a ledger write from anyone but the worker holding the run under that fence:
-// a stale worker's report would otherwise move a row another worker now owns. It answers the run
-// whenever it could read it, refused or not.
+// a stale worker's report would otherwise move a row another worker now owns. The claim's lease
+// token is checked first, as for a record: run, fence and worker are shown to any viewer, so
+// without it any worker credential could write another worker's row (mark its pass completed,
+// and so skip every later pass and pass the migrations gated on it). It answers the run whenever
+// it could read it, refused or not; a refused token reads nothing.
 func (e *Engine) checkClaim(ctx context.Context, c frontend.Claim, name string) (store.Run, error) {
 	if c.RunID == "" {
 		return store.Run{}, jobs.Errorf(jobs.CodeBadRequest, "backfill call names no run")
 	}
 	if err := jobs.ValidIdentifier("run", c.RunID); err != nil {
+		return store.Run{}, err
+	}
+	if err := e.checkLease(ctx, c.RunID, c.Fence, c.WorkerID, c.LeaseToken); err != nil {
 		return store.Run{}, err
 	}
 	run, err := e.store.RunGet(ctx, c.RunID)

@@ -6,7 +6,8 @@ import (
 )
 
 // Backfills is what a backfill's pass needs of the engine: its ledger row. Every call carries the
-// claim (run, fence, worker), so only the worker holding the run writes its row, and every write
+// claim (run, fence, worker and the claim's lease token), so only the worker holding the run
+// writes its row, and every write
 // is keyed by the run, so a resend changes nothing twice.
 type Backfills interface {
 	// BackfillOpen is a pass's first ledger call on every attempt. Unless Force, when another run
@@ -23,6 +24,9 @@ type Claim struct {
 	RunID    string `msgpack:"run_id"`
 	Fence    int64  `msgpack:"fence"`
 	WorkerID string `msgpack:"worker_id"`
+	// LeaseToken is the claim's Task.LeaseToken. Run, fence and worker are shown to any viewer
+	// (GET /v1/runs/{id}); the token is not, so it is what proves the caller holds the claim.
+	LeaseToken string `msgpack:"lease_token"`
 }
 
 // BackfillOpenRequest opens (or adopts) the ledger row of a pass.

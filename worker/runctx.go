@@ -16,21 +16,21 @@ func (w *Worker) runContext(t frontend.Task) context.Context {
 		ctx = clock.NewContext(w.cfg.BaseContext(), w.clock)
 	}
 	if fe, ok := w.fe.(frontend.Backfills); ok {
-		ctx = frontend.WithLedger(ctx, &frontend.ClaimedLedger{FE: fe, Claim: func() frontend.Claim { return w.claimOf(t.RunID, t.Fence) }})
+		ctx = frontend.WithLedger(ctx, &frontend.ClaimedLedger{FE: fe, Claim: func() frontend.Claim { return w.claimOf(t) }})
 	}
 	return ctx
 }
 
-// claimOf returns this worker's newest claim on a run: the highest fence it holds, and at least
-// the fence of the claim the execution started under (the body may call before the claim is
-// tracked).
-func (w *Worker) claimOf(runID string, started int64) frontend.Claim {
+// claimOf returns this worker's newest claim on a run: the highest fence it holds (with that
+// claim's lease token), and at least the claim the execution started under, t (the body may call
+// before the claim is tracked).
+func (w *Worker) claimOf(t frontend.Task) frontend.Claim {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := frontend.Claim{RunID: runID, WorkerID: w.cfg.ID, Fence: started}
+	c := frontend.Claim{RunID: t.RunID, WorkerID: w.cfg.ID, Fence: t.Fence, LeaseToken: t.LeaseToken}
 	for _, h := range w.leases {
-		if h.runID == runID && h.fence > c.Fence {
-			c.Fence = h.fence
+		if h.runID == t.RunID && h.fence > c.Fence {
+			c.Fence, c.LeaseToken = h.fence, h.token
 		}
 	}
 	return c
