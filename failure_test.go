@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
@@ -401,4 +402,37 @@ func TestCodesRegistry(t *testing.T) {
 	if jobs.ClassOf(codeInvoiceRejected) != jobs.Terminal || jobs.ClassOf("X_NOBODY_CLASSIFIED_THIS") != jobs.Unclassified {
 		t.Fatal("app classification not applied")
 	}
+}
+
+// An error whose text holds a NUL, bytes that are not UTF-8, or a multi-byte character where the
+// engine cuts a long message, fails its run as any error does, on every store. Postgres refuses
+// such text outright: the failure was never recorded, and the run was claimed and run again each
+// time its lease lapsed, never dead-lettered, its retry policy ignored.
+func TestAnErrorWithNULOrBadBytesFailsItsRun(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("€", 6000) // 18,000 bytes: cut at 16 KiB, inside a character
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		msgs := []string{"parse \x00 failed", "bad byte \xff here", long}
+		var defs []jobs.Definition
+		var js []*jobs.Job[int, int]
+		var counts []*atomic.Int32
+		for i, msg := range msgs {
+			j, calls := failing(fmt.Sprintf("badtext-%d", i), jobs.RetryPolicy{Attempts: 1}, errors.New(msg), errors.New(msg))
+			defs, js, counts = append(defs, j), append(js, j), append(counts, calls)
+		}
+		env.Worker(worker.Config{}, defs...)
+		for i, j := range js {
+			calls := counts[i]
+			id := enqueue(t, env, j, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			run, err := awaitState(ctx, env.Engine, id, store.StateFailed)
+			cancel()
+			if run.State != store.StateFailed {
+				t.Fatalf("error %d: the run is %s (%v) after %d calls; want failed after 1", i, run.State, err, calls.Load())
+			}
+			if calls.Load() != 1 || !utf8.ValidString(run.Error) || strings.ContainsRune(run.Error, 0) {
+				t.Fatalf("error %d: %d calls, stored error %q", i, calls.Load(), run.Error)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"io"
 	"net"
 	"net/http"
@@ -175,10 +176,6 @@ func checkText(field, v string) error {
 }
 
 // cleanText makes free text (an error message a job returned) storable rather than refusing
-// it: the message is for people, and refusing it would lose the failure it reports.
-func cleanText(v string) string {
-	if utf8.ValidString(v) && strings.IndexByte(v, 0) < 0 {
-		return v
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
-}
+// it: the message is for people, and refusing it would lose the failure it reports. The engine
+// applies the same rule to every caller (freetext); here it runs before the wire's own checks.
+func cleanText(v string) string { return freetext.Clean(v) }

@@ -220,3 +220,32 @@ func TestARunningRowWhoseRunCannotEndItReadsFailed(t *testing.T) {
 			}
 		})
 }
+
+// A pass's last error is cut on a character, never inside one: Postgres refuses half a
+// character, and the row stayed running for good where the pass had failed.
+func TestALongMultiByteErrorEndsThePassRow(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		tb := newTable(1)
+		b := backfill.MustDefine("long-error", backfill.AllTenants(), tb.source(), tb.handle)
+		res := enqueue(t, env, b, backfill.Input{})
+		testenv.Declare(t, env.Engine, "w", b)
+		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "w", Queues: []string{"default"}, Max: 1, Wait: time.Second})
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("poll: %v, %d tasks", err, len(tasks))
+		}
+		claim := frontend.Claim{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w", LeaseToken: tasks[0].LeaseToken}
+		if _, err := env.Engine.BackfillOpen(ctx, frontend.BackfillOpenRequest{Claim: claim, Name: "long-error", Checksum: "c", Total: -1}); err != nil {
+			t.Fatal(err)
+		}
+		msg := strings.Repeat("€", 4000) + "\x00" // 12,001 bytes: the cut at 10,000 falls inside a €
+		if err := env.Engine.BackfillReport(ctx, frontend.BackfillReportRequest{Claim: claim, Status: store.BackfillFailed, Error: msg}); err != nil {
+			t.Fatalf("report: %v", err)
+		}
+		rows, err := env.Store.BackfillList(ctx, store.BackfillFilter{RunID: res.RunID})
+		if err != nil || len(rows) != 1 || rows[0].Status != store.BackfillFailed || !strings.HasPrefix(rows[0].Error, "€€€") {
+			t.Fatalf("row: %+v, %v; want failed with the error's start", rows, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"strings"
 	"time"
 
@@ -93,9 +94,7 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 			return err
 		}
 	}
-	if len(req.Error) > 10_000 {
-		req.Error = req.Error[:10_000]
-	}
+	req.Error = freetext.Cut(req.Error, 10_000) // a byte cut could split a rune, which Postgres refuses
 	if run, err := e.checkClaim(ctx, req.Claim, ""); err != nil {
 		if !jobs.HasCode(err, jobs.CodeAborted) {
 			return err // only a cancelled run's last holder, with its token, is heard below

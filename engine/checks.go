@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"strings"
 	"time"
 
@@ -91,6 +92,9 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 			}
 		}
 	case frontend.CmdFail:
+		// A failure's texts come from the job's error (freetext): kept as they are, a NUL or a
+		// bad byte made Postgres refuse the whole write, and the run was run again for ever.
+		c.Code, c.Error, c.Step = freetext.Clean(c.Code), freetext.Cut(c.Error, maxErrorText), freetext.Clean(c.Step)
 		if c.Attempt < 1 {
 			return bad("attempt %d; attempts count from 1", c.Attempt)
 		}
@@ -103,13 +107,8 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		default:
 			return bad("stop %q is not terminal or attempts-exhausted", c.Stop)
 		}
-		if len(c.Error) > maxErrorText {
-			c.Error = strings.ToValidUTF8(c.Error[:maxErrorText], "") + "…"
-		}
 	case frontend.CmdBlock:
-		if len(c.Error) > maxErrorText {
-			c.Error = strings.ToValidUTF8(c.Error[:maxErrorText], "") + "…"
-		}
+		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, maxErrorText)
 	case frontend.CmdRelease:
 		if !c.ReadyAt.IsZero() {
 			return inBounds("ready time", c.ReadyAt)
