@@ -163,10 +163,38 @@ func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err
 		if gerr != nil || child.State.Finished() {
 			continue
 		}
-		if _, cerr := e.Cancel(ctx, k.ChildID, "parent "+runID+" was cancelled"); cerr != nil && !jobs.HasCode(cerr, jobs.CodeJobNotCancellable) {
+		if cerr := e.cancelChild(ctx, runID, k.ChildID); cerr != nil {
 			e.log.Warn("jobs.child.cancel-failed", "run", k.ChildID, "parent", runID, "err", cerr)
 		}
 	}
+}
+
+// cancelChild cancels a child because its parent was cancelled; a child already finished (or
+// cancelled by the other path, below) is not an error.
+func (e *Engine) cancelChild(ctx context.Context, parentID, childID string) error {
+	if _, err := e.Cancel(ctx, childID, "parent "+parentID+" was cancelled"); err != nil && !jobs.HasCode(err, jobs.CodeJobNotCancellable) {
+		return err
+	}
+	return nil
+}
+
+// linkedUnderLiveParent runs after a child's link is written: a cancel of the parent that
+// committed after the record's claim check (holds) may have read the parent's children before
+// the link existed, and its cascade then never reaches the child, which runs to its end under a
+// cancelled parent. Either the parent's cancel commits after this read, and its cascade reads
+// the children after the link was written, or this read sees it and cancels the child itself.
+func (e *Engine) linkedUnderLiveParent(ctx context.Context, parentID, childID string) error {
+	parent, err := e.store.RunGet(ctx, parentID)
+	if err != nil {
+		return err
+	}
+	if parent.State != store.StateCancelled {
+		return nil
+	}
+	if err := e.cancelChild(context.WithoutCancel(ctx), parentID, childID); err != nil {
+		return err
+	}
+	return jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", parentID)
 }
 
 // Family is a run's place among runs: its parent's link and its children's.

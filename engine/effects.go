@@ -74,6 +74,11 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 				if err := e.linkChild(ctx, req.RunID, c.Name, res, out.Detached); err != nil {
 					return req, err
 				}
+				if !out.Detached && res.RunID != "" {
+					if err := e.linkedUnderLiveParent(ctx, req.RunID, res.RunID); err != nil {
+						return req, err
+					}
+				}
 			}
 		case frontend.CmdAwaitChild:
 			if c.Effect == nil || c.Effect.RunID == "" {
