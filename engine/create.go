@@ -20,10 +20,12 @@ type createRes struct {
 // create enqueues through the create loop, so concurrent enqueues share one transaction: on a
 // single-writer store (SQLite) each would otherwise pay its own fsync.
 func (e *Engine) create(ctx context.Context, p store.CreateRunParams) (store.CreateRunResult, error) {
+	e.handing.RLock()
 	e.mu.Lock()
 	started := e.started
 	e.mu.Unlock()
 	if !started {
+		e.handing.RUnlock()
 		// Not serving (a one-shot CLI use, or a test that never started it): write directly.
 		res, err := e.store.RunCreate(ctx, []store.CreateRunParams{p})
 		if err != nil {
@@ -33,10 +35,12 @@ func (e *Engine) create(ctx context.Context, p store.CreateRunParams) (store.Cre
 	}
 	r := &createReq{p: p, done: make(chan createRes, 1)}
 	select {
-	case e.creates <- r:
+	case e.creates <- r: // queued before Stop can end the loop, which answers what it queued
 	case <-ctx.Done():
+		e.handing.RUnlock()
 		return store.CreateRunResult{}, ctx.Err()
 	}
+	e.handing.RUnlock()
 	select {
 	case out := <-r.done:
 		return out.res, out.err

@@ -148,6 +148,11 @@ type Engine struct {
 
 	mu      sync.Mutex
 	started bool
+	// handing is held (shared) by an enqueue or a record from its look at started until its
+	// request is in the create or commit loop's queue, and (exclusive) by Stop to clear started.
+	// Without it a request could see the engine started, Stop could then end the loops, and the
+	// request would sit in a queue nobody reads, its caller waiting for ever.
+	handing sync.RWMutex
 	// ranOnce is set by the first Start: a record refused while not running says whether the
 	// engine is stopping or was never started (a forgotten Start).
 	ranOnce bool
@@ -295,13 +300,16 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop stops the timer service and the committers (after the commits already queued).
 func (e *Engine) Stop(ctx context.Context) error {
+	e.handing.Lock()
 	e.mu.Lock()
 	if !e.started {
 		e.mu.Unlock()
+		e.handing.Unlock()
 		return nil
 	}
 	e.started = false
 	e.mu.Unlock()
+	e.handing.Unlock()
 	e.sessions.cancelAll()
 	e.timers.Stop()
 	e.stop()

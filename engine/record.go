@@ -90,20 +90,24 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	if err != nil {
 		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
 	}
+	e.handing.RLock()
 	e.mu.Lock()
 	started, ranOnce := e.started, e.ranOnce
 	e.mu.Unlock()
 	if !started {
+		e.handing.RUnlock()
 		if !ranOnce {
 			return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine was never started: call Engine.Start (an fx app includes engine.Module) before its workers record")
 		}
 		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeDraining, "the engine is stopping")
 	}
 	select {
-	case e.commits <- r:
+	case e.commits <- r: // queued before Stop can end the loops, which answer what they queued
 	case <-ctx.Done():
+		e.handing.RUnlock()
 		return frontend.RecordResponse{}, ctx.Err()
 	}
+	e.handing.RUnlock()
 	if e.owed.Add(-1) == 0 {
 		// The last of the runs the previous commit answered is back (overlap.go, gather).
 		select {
