@@ -447,6 +447,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, e
 		e.metrics.cancelled(run)
 		e.settled(run.State)
 		e.settleCancelledPass(ctx, run, reason) // backfill.go: a pass's ledger row ends with its run
+		// A cancelled run holds no slot: left to expire with its lease, it kept the next run
+		// of a capped job out for up to a lease.
+		e.releaseSlots(context.WithoutCancel(ctx), run)
 	}
 	e.cancelled(ctx, runID, run, err) // children.go: the parent hears of it, the children follow
 	return run, err

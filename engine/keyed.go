@@ -278,20 +278,20 @@ func (e *Engine) keyedSlotOf(ctx context.Context, f *fleet, runID, job string, r
 }
 
 // renewKeyed extends a held keyed slot with the lease, as renewSlot does the job's.
-func (e *Engine) renewKeyed(ctx context.Context, f *fleet, runID, job string, now time.Time) error {
+func (e *Engine) renewKeyed(ctx context.Context, f *fleet, runID, job string, now time.Time) (renewed bool, err error) {
 	slot, kc, err := e.keyedSlotOf(ctx, f, runID, job, nil)
 	if err != nil || slot == "" {
-		return err
+		return false, err
 	}
 	ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: kc.Limit, Holder: runID,
 		Now: now, Until: now.Add(e.matching.Lease())})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
-		return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", runID, slot)
+		return false, jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", runID, slot)
 	}
-	return nil
+	return true, nil
 }
 
 // releaseKeyed gives r's keyed slot back once it left running. Best-effort, like releaseSlot.

@@ -152,11 +152,7 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		e.timers.Kick()
 	}
 	if out.res.Run.State != store.StateRunning {
-		// The run's own job's slot, whatever the request names (see renewSlot).
-		if f, err := e.fleetView(ctx, false); err == nil && f.cap(out.res.Run.Job) > 0 {
-			e.releaseSlot(ctx, frontend.SlotKey(out.res.Run.Job), req.RunID)
-		}
-		e.releaseKeyed(ctx, out.res.Run)
+		e.releaseSlots(ctx, out.res.Run)
 	}
 	if m.State == store.StateReady {
 		e.matching.Wake()

@@ -66,23 +66,46 @@ func (e *Engine) renewSlot(ctx context.Context, l frontend.Lease, now time.Time)
 	if err != nil {
 		return err
 	}
-	if err := e.renewKeyed(ctx, f, l.RunID, job, now); err != nil {
-		return err
-	}
-	limit := f.cap(job)
-	if limit == 0 {
-		return nil
-	}
-	slot := frontend.SlotKey(job)
-	ok, err = e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: limit, Holder: l.RunID,
-		Now: now, Until: now.Add(e.matching.Lease())})
+	renewed, err := e.renewKeyed(ctx, f, l.RunID, job, now)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", l.RunID, slot)
+	if limit := f.cap(job); limit > 0 {
+		slot := frontend.SlotKey(job)
+		ok, err = e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: limit, Holder: l.RunID,
+			Now: now, Until: now.Add(e.matching.Lease())})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", l.RunID, slot)
+		}
+		renewed = true
+	}
+	if renewed {
+		// The run may have left running since its lease was renewed above (its final record, a
+		// cancel), and that release may have come before this renewal, which would then take
+		// the freed slot again for a whole lease, keeping the next run of the job out over a cap
+		// nobody holds. So look again: either the run's end commits after this read, and its
+		// release follows this renewal, or this read sees it ended and releases the slots here.
+		run, err := e.store.RunGet(ctx, l.RunID)
+		if err != nil {
+			return err
+		}
+		if run.State != store.StateRunning || run.Fence != l.Fence {
+			e.releaseSlots(ctx, run)
+		}
 	}
 	return nil
+}
+
+// releaseSlots gives back a run's fleet slot and keyed slot once it has left running: the slot
+// and cap of the run's own job, whatever a request named (see renewSlot).
+func (e *Engine) releaseSlots(ctx context.Context, run store.Run) {
+	if f, err := e.fleetView(ctx, false); err == nil && f.cap(run.Job) > 0 {
+		e.releaseSlot(ctx, frontend.SlotKey(run.Job), run.ID)
+	}
+	e.releaseKeyed(ctx, run)
 }
 
 // releaseSlot gives a slot back once a run has left running. Best-effort: an unreleased slot
