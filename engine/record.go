@@ -59,16 +59,8 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	r := commitReqs.Get().(*commitReq)
 	r.m, r.afterSeq = m, req.AfterSeq
 	if req.Retry {
-		landed, err := e.landed(ctx, r)
-		if err != nil {
-			return frontend.RecordResponse{}, err
-		}
-		if landed != nil {
-			run, err := e.store.RunGet(ctx, req.RunID)
-			if err != nil {
-				return frontend.RecordResponse{}, err
-			}
-			return frontend.RecordResponse{Appended: landed, LastSeq: run.LastSeq, State: string(run.State)}, nil
+		if resp, ok, err := e.landedAnswer(ctx, req, m); err != nil || ok {
+			return resp, err
 		}
 	}
 	// Checked after the resend's look for its own events: a resend that landed names what the
@@ -88,6 +80,12 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		sinceRunStart(r.m, req.Commands, started)
 	}
 	if err != nil {
+		if req.Retry && jobs.HasCode(err, jobs.CodeHistoryStale) {
+			// The first send landed after this resend looked for it.
+			if resp, ok, lerr := e.landedAnswer(ctx, req, r.m); lerr != nil || ok {
+				return resp, lerr
+			}
+		}
 		return frontend.RecordResponse{}, e.claimVerdict(ctx, req, err)
 	}
 	e.handing.RLock()
@@ -136,6 +134,13 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		return frontend.RecordResponse{}, out.err
 	}
 	if out.res.Err != nil {
+		if req.Retry && jobs.HasCode(out.res.Err, jobs.CodeHistoryStale) {
+			// The first send was still committing when this resend looked for it, and landed
+			// before it: a resend is answered with what landed, not refused.
+			if resp, ok, err := e.landedAnswer(ctx, req, m); err != nil || ok {
+				return resp, err
+			}
+		}
 		return frontend.RecordResponse{}, out.res.Err
 	}
 	e.settle(req.RunID, out.res.Appended)
@@ -347,7 +352,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 // recover settles one record after a failed group commit: if its events are in the history after
 // the seq the worker knew, it committed; otherwise it is applied again, alone.
 func (e *Engine) recover(ctx context.Context, r *commitReq) (store.MutationResult, error) {
-	landed, err := e.landed(ctx, r)
+	landed, err := e.landed(ctx, r.m, r.afterSeq)
 	if err != nil {
 		return store.MutationResult{}, jobs.Wrap(jobs.CodeCommitUnknown, err, "run %s: the commit's outcome is unknown and the history could not be read", r.m.RunID)
 	}
@@ -367,21 +372,49 @@ func (e *Engine) recover(ctx context.Context, r *commitReq) (store.MutationResul
 
 // landed returns the events of r as the history holds them after r.afterSeq, or nil when they
 // are not there.
-func (e *Engine) landed(ctx context.Context, r *commitReq) ([]history.Event, error) {
-	events, err := e.store.HistoryRead(ctx, r.m.RunID, r.afterSeq, 0)
+func (e *Engine) landed(ctx context.Context, m store.Mutation, afterSeq int64) ([]history.Event, error) {
+	if len(m.Events) == 0 {
+		// A record without events (a hand-back) leaves nothing in the history to find: it landed
+		// if the claim it was sent under no longer holds the run. Read from the history, every
+		// such resend looked landed on a store that answers an empty read with an empty slice,
+		// and the run stayed running until its lease lapsed.
+		run, err := e.store.RunGet(ctx, m.RunID)
+		if err != nil {
+			return nil, err
+		}
+		if run.State == store.StateRunning && run.Fence == m.Fence {
+			return nil, nil
+		}
+		return []history.Event{}, nil
+	}
+	events, err := e.store.HistoryRead(ctx, m.RunID, afterSeq, 0)
 	if err != nil {
 		return nil, err
 	}
-	if len(events) < len(r.m.Events) {
+	if len(events) < len(m.Events) {
 		return nil, nil
 	}
-	for i, want := range r.m.Events {
+	for i, want := range m.Events {
 		got := events[i]
 		if got.Kind != want.Kind || got.Name != want.Name || string(got.Data) != string(want.Data) {
 			return nil, nil
 		}
 	}
 	return events, nil
+}
+
+// landedAnswer answers a resend whose first send is already in the history (ok), as the first
+// send's answer would have.
+func (e *Engine) landedAnswer(ctx context.Context, req frontend.RecordRequest, m store.Mutation) (frontend.RecordResponse, bool, error) {
+	landed, err := e.landed(ctx, m, req.AfterSeq)
+	if err != nil || landed == nil {
+		return frontend.RecordResponse{}, false, err
+	}
+	run, err := e.store.RunGet(ctx, req.RunID)
+	if err != nil {
+		return frontend.RecordResponse{}, false, err
+	}
+	return frontend.RecordResponse{Appended: landed, LastSeq: run.LastSeq, State: string(run.State)}, true, nil
 }
 
 // logFinished is the engine's one readable line per finished run (Config.LogRuns).
