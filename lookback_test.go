@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -90,6 +91,44 @@ func TestWaitLookbackModes(t *testing.T) {
 		run := env.Await(id, store.StateCompleted)
 		if got, _ := lookbackJob(jobs.LookbackNone).Result(run.Result); got != "after-the-wait" {
 			t.Errorf("lookback none took %q, want after-the-wait", got)
+		}
+	})
+}
+
+// An event whose payload has fields no wait could match on (a name holding a NUL, a long token)
+// is published on every store, and a wait on its other fields receives it. Postgres refused the
+// whole event (X_STORE_UNAVAILABLE, a 5xx over HTTP) where memory and SQLite took it: its fields
+// are a text array under an index whose rows are bounded.
+func TestAPayloadWithUnmatchableFieldsIsPublished(t *testing.T) {
+	t.Parallel()
+	token := make([]byte, 12_000) // incompressible, so no index row can hold it
+	x := uint64(88172645463325252)
+	for i := range token {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		token[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[x%36]
+	}
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		paid := jobs.MustDefine("await-paid", func(id int) string { return fmt.Sprint(id) }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, id int) (bool, error) {
+				_, ok, err := jobs.WaitForEvent[map[string]any](c, "paid", "order.paid", jobs.Match{"orderId": id}, time.Hour)
+				return ok, err
+			})
+		env.Worker(worker.Config{}, paid)
+		id := enqueue(t, env, paid, 7)
+		env.Await(id, store.StateSuspended)
+		for i, payload := range []map[string]any{
+			{"orderId": 8, "order\x00id": 1},
+			{"orderId": 7, "signature": string(token)},
+		} {
+			if _, err := env.Engine.Publish(t.Context(), "order.paid", payload); err != nil {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+		}
+		run := env.Await(id, store.StateCompleted)
+		if ok, err := paid.Result(run.Result); err != nil || !ok {
+			t.Fatalf("the wait's result: %v, %v; want the event received", ok, err)
 		}
 	})
 }

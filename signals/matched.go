@@ -73,7 +73,17 @@ func (s *Service) fields(name string, payload []byte, match map[string]any) ([]s
 	if err != nil {
 		return nil, jobs.Wrap(jobs.CodeEncoding, err, "event %q", name)
 	}
-	return fields, nil
+	// Only the pairs a wait can match on are kept: a wait's pairs are identifiers (no NUL, valid
+	// UTF-8, at most 1,000 bytes), so no wait matches any other. Kept, a field whose name held a
+	// NUL, or a long signature or token in a field, made Postgres refuse the event (its fields
+	// are a text array under an index whose rows are bounded), where the other stores took it.
+	kept := fields[:0]
+	for _, f := range fields {
+		if jobs.ValidIdentifier("match pair", f) == nil {
+			kept = append(kept, f)
+		}
+	}
+	return kept, nil
 }
 
 func matchFields(name string, match map[string]any) ([]string, error) {
