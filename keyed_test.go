@@ -404,3 +404,43 @@ func TestKeyedCapUnderConcurrentWorkers(t *testing.T) {
 		}
 	})
 }
+
+// A run claimed again before it recorded anything (handed back by its worker's own limits, its
+// worker restarted, its lease lapsed) is the same start under jobs.RateBy, not a second one: it
+// was counted again and then held back for a whole period behind its own first claim.
+func TestARunClaimedAgainIsOneStartUnderItsRate(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"worker-hand-back", "worker-restart", "lease-lapse"} {
+		for _, b := range testenv.Backends() {
+			t.Run(how+"/"+b.Name, func(t *testing.T) {
+				env := testenv.Start(t, testenv.Options{Store: b.Open(t), RequireDeclared: true})
+				j := syncJob(jobs.RateBy(jobs.ByTenant(), 1, time.Hour))
+				testenv.Declare(t, env.Engine, "w", j)
+				id := enqueue(t, env, j, syncInput{Customer: "a", N: 1})
+				tasks := pollAll(t, env.Engine, "w")
+				if len(tasks) != 1 {
+					t.Fatalf("first claim: %d tasks", len(tasks))
+				}
+				task := tasks[0]
+				switch how {
+				case "worker-hand-back": // what a worker does over its LimitConfig
+					if _, err := env.Engine.Record(t.Context(), frontend.RecordRequest{RunID: task.RunID, Fence: task.Fence, WorkerID: "w",
+						LeaseToken: task.LeaseToken, AfterSeq: task.LastSeq,
+						Commands: []frontend.Command{{Kind: frontend.CmdRelease, Code: "tenant_cap", Error: "local cap"}}}); err != nil {
+						t.Fatal(err)
+					}
+				case "worker-restart":
+					if err := env.Engine.WorkerStart(t.Context(), frontend.Session{WorkerID: "w"}); err != nil {
+						t.Fatal(err)
+					}
+				case "lease-lapse":
+					env.Advance(31 * time.Second)
+				}
+				if again := pollAll(t, env.Engine, "w"); len(again) != 1 {
+					run, why := waiting(t, env, id)
+					t.Fatalf("claimed again: %d tasks; the run is %s, waiting %q", len(again), run.State, why)
+				}
+			})
+		}
+	}
+}

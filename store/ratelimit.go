@@ -14,7 +14,10 @@ type RateLimits interface {
 	// still counted (their period has not passed at p.Now); ok reports whether it did. When not,
 	// retryAt is the earliest time a start can be counted again (assuming no other start is
 	// counted meanwhile). The check and the count are one atomic step: concurrent callers never
-	// count more than Limit starts of a key within one period.
+	// count more than Limit starts of a key within one period. A holder already counted for the
+	// key (its start's period has not passed) is ok and counted no more: a run claimed again
+	// before it recorded anything (handed back, its worker restarted, its lease lapsed) is the
+	// same start, and counting it twice held it back behind its own first start.
 	RateTake(ctx context.Context, p RateParams) (ok bool, retryAt time.Time, err error)
 
 	// RatePrune deletes every count whose period passed at or before now, and returns how many.

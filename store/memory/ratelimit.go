@@ -31,6 +31,12 @@ func (s *Store) RateTake(ctx context.Context, p store.RateParams) (bool, time.Ti
 		i++
 	}
 	starts = starts[i:]
+	for _, st := range starts {
+		if st.holder == p.Holder {
+			s.rates[p.Key] = starts
+			return true, time.Time{}, nil // the same start, counted once
+		}
+	}
 	if len(starts) >= p.Limit {
 		s.rates[p.Key] = starts
 		// Room comes back when the oldest starts beyond Limit-1 have lapsed.

@@ -17,6 +17,13 @@ func (s *Store) RateTake(ctx context.Context, p store.RateParams) (bool, time.Ti
 			return err
 		}
 		var n int
+		if err := t.queryRow(sqlRateHeld, p.Key, p.Holder).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			ok = true // the same start, counted once
+			return nil
+		}
 		if err := t.queryRow(sqlRateCount, p.Key).Scan(&n); err != nil {
 			return err
 		}

@@ -42,6 +42,27 @@ var rateTests = []test{
 		}
 	}},
 
+	{"AHolderIsCountedOnce", func(t *testing.T, s store.Store) {
+		// A run claimed again before it recorded anything takes its start again: the same start.
+		if ok, _ := rateTake(t, s, "k", "r1", 1, time.Hour, 0); !ok {
+			t.Fatal("first start refused")
+		}
+		if ok, _ := rateTake(t, s, "k", "r1", 1, time.Hour, time.Minute); !ok {
+			t.Fatal("the same holder again within its period: refused, want ok (counted once)")
+		}
+		ok, retry := rateTake(t, s, "k", "r2", 1, time.Hour, 2*time.Minute)
+		if ok || !retry.Equal(at(time.Hour)) {
+			t.Fatalf("another holder: ok=%v retry %v, want refused until %v (the first start counted once)", ok, retry, at(time.Hour))
+		}
+		// Once the holder's period passed, it is a new start.
+		if ok, _ := rateTake(t, s, "k", "r1", 1, time.Hour, time.Hour); !ok {
+			t.Fatal("the holder after its period: refused, want counted")
+		}
+		if ok, _ := rateTake(t, s, "k", "r2", 1, time.Hour, time.Hour+time.Second); ok {
+			t.Fatal("another holder within the holder's new period: counted, want refused")
+		}
+	}},
+
 	{"KeysCountApart", func(t *testing.T, s store.Store) {
 		if ok, _ := rateTake(t, s, "a", "r1", 1, time.Hour, 0); !ok {
 			t.Fatal("a: refused")
