@@ -552,6 +552,8 @@ func TestEnqueueRefusesIdentifiersNoStoreCanHold(t *testing.T) {
 		{Job: "j", Key: "k\x00", NoTenant: true},
 		{Job: "j\xff", Key: "k", NoTenant: true},
 		{Job: "j", Key: "k", Tenant: strings.Repeat("t", 1001)},
+		// A delay past the wake horizon, which SQLite read back as 2262 where the others kept it.
+		{Job: "j", Key: "k", NoTenant: true, Delay: jobs.WakeHorizon + time.Hour},
 	} {
 		if _, err := env.Engine.Enqueue(context.Background(), req); !jobs.HasCode(err, jobs.CodeBadRequest) {
 			t.Errorf("%q: %v, want X_BAD_REQUEST", req.Key, err)

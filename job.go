@@ -322,6 +322,10 @@ func (r EnqueueRequest) Validate() error {
 		return Errorf(CodeBadRequest, "enqueue of %q names a tenant and no-tenant", r.Job)
 	case r.Delay < 0 || math.IsNaN(float64(r.Delay)):
 		return Errorf(CodeBadRequest, "enqueue of %q has a negative delay", r.Job)
+	case r.Delay > WakeHorizon:
+		// As for a sleep: no store is asked to hold a wake-up past the horizon (SQLite's times
+		// end in 2262, so a longer delay read back earlier there than elsewhere).
+		return Errorf(CodeBadRequest, "enqueue of %q has a delay of %s; the limit is %s (100 years)", r.Job, r.Delay, WakeHorizon)
 	case r.Priority < MinPriority || r.Priority > MaxPriority:
 		return Errorf(CodeBadRequest, "enqueue of %q has priority %d; it must be from %d to %d", r.Job, r.Priority, MinPriority, MaxPriority)
 	}

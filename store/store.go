@@ -164,6 +164,9 @@ const MaxLease = 100 * 365 * 24 * time.Hour
 // LeaseFor measures a lease's length from Now, and from a zero Now a lease would last for
 // centuries, past the times a store can keep.
 func (p ClaimParams) Check() error {
+	if p.Limit < 0 {
+		return jobs.Errorf(jobs.CodeBadRequest, "claim: Limit %d is negative", p.Limit)
+	}
 	if p.Now.IsZero() || p.LeaseUntil.IsZero() || p.LeaseUntil.Sub(p.Now) > MaxLease {
 		return jobs.Errorf(jobs.CodeBadRequest, "claim: Now (%s) and LeaseUntil (%s) are both required, at most %s apart",
 			p.Now.Format(time.RFC3339Nano), p.LeaseUntil.Format(time.RFC3339Nano), MaxLease)

@@ -125,7 +125,9 @@ var claimTests = []test{
 		noNow, noLease, endless := claimParams("w", 1, "q"), claimParams("w", 1, "q"), claimParams("w", 1, "q")
 		noNow.Now, noLease.LeaseUntil = time.Time{}, time.Time{}
 		endless.LeaseUntil = endless.Now.Add(store.MaxLease + time.Second)
-		for what, p := range map[string]store.ClaimParams{"no Now": noNow, "no LeaseUntil": noLease, "a lease of centuries": endless} {
+		negative := claimParams("w", -1, "q") // the memory store sliced with it and panicked
+		for what, p := range map[string]store.ClaimParams{"no Now": noNow, "no LeaseUntil": noLease, "a lease of centuries": endless,
+			"a negative limit": negative} {
 			runs, err := s.RunClaim(t.Context(), p)
 			wantCode(t, "a claim with "+what, err, jobs.CodeBadRequest)
 			if len(runs) != 0 {
