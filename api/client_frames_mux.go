@@ -50,6 +50,7 @@ type muxConn struct {
 	mu       sync.Mutex
 	calls    map[uint32]*muxCall
 	next     uint32
+	polls    int   // the polls sent and neither answered nor cancelled (muxMaxPolls)
 	err      error // set once the connection failed: every call from then on fails with it
 	lastUsed time.Time
 }
@@ -85,6 +86,22 @@ func (p *framePool) muxRoundTrip(ctx context.Context, route byte, body []byte, r
 		mc.mu.Unlock()
 		muxCalls.Put(call)
 		return err
+	}
+	if route == routePoll {
+		if mc.polls >= muxMaxPolls {
+			// The engine serves no more polls waiting on one connection (frames_mux.go): this
+			// one goes plain, as on an engine without frames, rather than be refused.
+			mc.mu.Unlock()
+			muxCalls.Put(call)
+			return errNoFrames
+		}
+		// Counted until its answer comes or its cancel is sent, as the engine counts it.
+		mc.polls++
+		defer func() {
+			mc.mu.Lock()
+			mc.polls--
+			mc.mu.Unlock()
+		}()
 	}
 	mc.next++
 	id := mc.next

@@ -45,6 +45,15 @@ import (
 // does when its caller stops waiting. Runs claimed after that are handed back, as for a plain
 // poll.
 //
+// A waiting poll is not one of the muxInFlight calls: each has a goroutine of its own, and a
+// connection has at most muxMaxPolls of them waiting (a poll past that is refused X_OVERLOADED;
+// the client sends its polls past it plain, so it never meets the refusal). Counted among the
+// other calls, as they were, 256 polls waiting stopped the engine reading the connection: its
+// records, heartbeats and cancel frames waited until a poll's wait ended (30 s by default),
+// while a poll its client had given up on could still claim a run. A cancel frame is acted on
+// by the read loop itself, so it waits behind nothing but the calls already read; a poll it
+// ends stops counting at once.
+//
 // A client that asks for jobs-frames/2 from an engine that serves only version 1 gets 400 to
 // its upgrade and asks again for version 1, where its polls go plain (client_frames_mux.go).
 
@@ -54,9 +63,13 @@ const FramesProtocolMux = "jobs-frames/2"
 const (
 	muxCallHeader   = 9  // u32 length, u8 route, u32 id
 	muxAnswerHeader = 10 // u32 length, u16 status, u32 id
-	// muxInFlight bounds the calls of one connection served at once: a worker has one call per
-	// slot in flight, and a client that sends more waits for the engine to read them.
+	// muxInFlight bounds the calls of one connection served at once, polls aside: a worker has
+	// one call per slot in flight, and a client that sends more waits for the engine to read
+	// them.
 	muxInFlight = 256
+	// muxMaxPolls bounds the polls of one connection waiting at once: a worker has one per queue
+	// it serves.
+	muxMaxPolls = 1024
 )
 
 // serveMux serves the multiplexed calls of fc until the client closes the connection, it stays
@@ -141,8 +154,21 @@ func (fc *frameConn) serveMux() {
 		}
 		c := muxCallIn{route: route, id: id, body: body}
 		if route == routePoll {
+			// On a goroutine of its own, outside muxInFlight: a poll waits, and the calls
+			// behind it must not (see above).
+			if !polls.room(id) {
+				putMuxBody(body)
+				fc.muxAnswer(&out, id, fc.r, jobs.Errorf(jobs.CodeOverloaded, "this connection has %d polls waiting, the most it serves at once; poll again once one is answered", muxMaxPolls), nil)
+				continue
+			}
 			c.ctx, c.poll = polls.add(connCtx, id)
 			c.polls = polls
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				fc.serveMuxCall(&out, c)
+			}()
+			continue
 		}
 		select {
 		case calls <- c:
@@ -198,9 +224,20 @@ func (p *muxPolls) add(parent context.Context, id uint32) (context.Context, *mux
 	return ctx, mp
 }
 
+// room reports whether a poll with this id may wait: fewer than muxMaxPolls wait, or it takes the
+// id of one that does (which add ends).
+func (p *muxPolls) room(id uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.byID) < muxMaxPolls || p.byID[id] != nil
+}
+
+// cancel ends the poll waiting under id, which stops counting against muxMaxPolls at once: the
+// client counts it done as it sends the cancel, and may send its next poll right behind it.
 func (p *muxPolls) cancel(id uint32) {
 	p.mu.Lock()
 	mp := p.byID[id]
+	delete(p.byID, id)
 	p.mu.Unlock()
 	if mp != nil {
 		mp.cancel()
@@ -227,7 +264,6 @@ func (fc *frameConn) serveMuxCall(out *coalescer, c muxCallIn) {
 	*r = *fc.reqs[route]
 	if c.ctx != nil {
 		r = r.WithContext(c.ctx)
-		defer c.polls.done(id, c.poll)
 	}
 	fb := frameBody{b: *body}
 	r.Body = &fb
@@ -235,6 +271,11 @@ func (fc *frameConn) serveMuxCall(out *coalescer, c muxCallIn) {
 	w := muxWriters.Get().(*frameWriter)
 	w.reset()
 	err := fc.callOn(route, w, r)
+	if c.poll != nil {
+		// Before its answer is written: the client counts the poll done when the answer comes,
+		// and may send its next poll right behind it (muxMaxPolls).
+		c.polls.done(id, c.poll)
+	}
 	fc.muxAnswer(out, id, r, err, w)
 	putMuxBody(body)
 	if cap(w.buf) <= maxKeptAnswer {

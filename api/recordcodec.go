@@ -159,7 +159,12 @@ func fastOrSlow[T any](b []byte, v *T, fast bool) error {
 // slowDecode is msgpack's decoder, its panics refusals: it panics on some malformed bodies (a
 // nil where a time belongs), which are the sender's mistake, not the receiver's. Every msgpack
 // body the API reads, on either side of the wire, is decoded through it or the record codec.
+// A worker request whose arrays claim more than it may carry is refused before the decoder
+// makes anything for them (checkCounts).
 func slowDecode(b []byte, v any) (err error) {
+	if err := checkCounts(b, v); err != nil {
+		return err
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("msgpack: %v", p)
@@ -188,6 +193,10 @@ func recordRequest(r *msgp.Reader, req *frontend.RecordRequest) error {
 		case "commands":
 			var m int
 			if m, err = r.ArrayLen(); err == nil {
+				if m > maxRecordCommands {
+					// Refused by msgpack's path (checkCounts), before anything is made for it.
+					return msgp.ErrSlowPath
+				}
 				req.Commands = nil
 				if m >= 0 {
 					req.Commands = make([]frontend.Command, m)

@@ -171,6 +171,9 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 	if len(req.Commands) == 0 {
 		return m, jobs.Errorf(jobs.CodeBadRequest, "record for run %s has no commands", req.RunID)
 	}
+	if len(req.Commands) > frontend.MaxRecordCommands {
+		return m, jobs.Errorf(jobs.CodeBadRequest, "record for run %s carries %d commands; the limit is %d", req.RunID, len(req.Commands), frontend.MaxRecordCommands)
+	}
 	final := false
 	for i := range req.Commands {
 		if err := checkCommand(req.RunID, i, &req.Commands[i], now); err != nil {

@@ -210,3 +210,14 @@ type HeartbeatRequest struct {
 type HeartbeatResponse struct {
 	Codes []string `msgpack:"codes"`
 }
+
+// How many items a request's arrays may carry: the engine refuses more before decoding them (a
+// decoder makes a slice to the length an array's header claims, and an element of one byte
+// decodes to a whole struct), and the worker never sends more.
+const (
+	// MaxRecordCommands bounds a record's commands: one for a step, one per parallel step that
+	// finished while the run's previous record was in flight (more go in the next record).
+	MaxRecordCommands = 1024
+	// MaxHeartbeatLeases bounds a heartbeat's leases (a worker holding more sends several).
+	MaxHeartbeatLeases = 1 << 14
+)

@@ -97,12 +97,26 @@ func (e *Execution) recordParallel(cmd frontend.Command, p *jobs.Promise) {
 	// holder already took it (and settled it).
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
+	for e.recordPending() {
+	}
+}
+
+// recordPending sends, with recMu held, up to frontend.MaxRecordCommands of the pending steps in
+// one record and settles them; it reports whether more are pending (thousands of parallel steps
+// that finished while one record was in flight go in several records, one after another, each a
+// record the engine accepts).
+func (e *Execution) recordPending() (more bool) {
 	e.pmu.Lock()
 	batch := e.pend
-	e.pend = nil
+	if len(batch) > frontend.MaxRecordCommands {
+		batch, e.pend = batch[:frontend.MaxRecordCommands:frontend.MaxRecordCommands], batch[frontend.MaxRecordCommands:]
+	} else {
+		e.pend = nil
+	}
+	more = len(e.pend) > 0
 	e.pmu.Unlock()
 	if len(batch) == 0 {
-		return
+		return false
 	}
 	cmds := make([]frontend.Command, len(batch))
 	for i, b := range batch {
@@ -122,6 +136,7 @@ func (e *Execution) recordParallel(cmd frontend.Command, p *jobs.Promise) {
 			b.p.Settle(b.cmd.Output, seqs[b.cmd.Name], nil)
 		}
 	}
+	return more
 }
 
 // recordedFuture reports whether the history records name as a parallel step.

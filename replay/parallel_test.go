@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,65 @@ func TestAwaitFirstLiveIsTheFirstRecorded(t *testing.T) {
 		if first != 1 {
 			t.Fatalf("round %d: AwaitFirst returned %d, the step recorded second; the replay would return 1", i, first)
 		}
+	}
+}
+
+// Thousands of parallel steps that finish while one record is in flight go out in records of
+// at most frontend.MaxRecordCommands, one after another, each built on the seq the one before it
+// left: the engine refuses a longer record, and the steps would have failed.
+func TestManyParallelStepsGoInRecordsTheEngineAccepts(t *testing.T) {
+	t.Parallel()
+	const n = 2*frontend.MaxRecordCommands + 100
+	input, _ := jobs.Encode("x")
+	started := history.New(time.Now(), history.RunStarted{Job: "wide", Queue: jobs.DefaultQueue, Input: input, Key: "x", NoTenant: true})
+	started.Seq = 1
+	g := &gateRecorder{seq: 1, first: make(chan struct{}), entered: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	allStarted := make(chan struct{})
+	def := jobs.MustDefine("wide", func(in string) string { return in }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, in string) (int, error) {
+			fs := make([]*jobs.Future[int], n)
+			for i := range fs {
+				fs[i] = jobs.Go(c, fmt.Sprint("s", i), func(context.Context) (int, error) { <-allStarted; wg.Done(); return 1, nil })
+			}
+			close(allStarted)
+			sum := 0
+			for _, f := range fs {
+				v, err := f.Await(c)
+				if err != nil {
+					return 0, err
+				}
+				sum += v
+			}
+			return sum, nil
+		})
+	ex, out, err := replay.Start(t.Context(), replay.Config{Def: def, Info: jobs.RunInfo{RunID: "r", Job: "wide", Attempt: 1}, Recorder: g}, []history.Event{started})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // one record is in flight
+	wg.Wait()   // every step has returned and queued behind it
+	close(g.first)
+	o := <-out
+	<-ex.Exited()
+	var sum int
+	if o.Kind != replay.Completed || jobs.Decode(o.Result, &sum) != nil || sum != n {
+		t.Fatalf("outcome %v (%v), sum %d; want completed, %d", o.Kind, o.Err, sum, n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	total, seq := 0, int64(1)
+	for i, r := range g.records {
+		if len(r) > frontend.MaxRecordCommands {
+			t.Fatalf("record %d carries %d commands; the engine takes at most %d", i, len(r), frontend.MaxRecordCommands)
+		}
+		if g.after[i] != seq {
+			t.Fatalf("record %d built on seq %d; want %d", i, g.after[i], seq)
+		}
+		total, seq = total+len(r), seq+int64(len(r))
+	}
+	if total != n {
+		t.Fatalf("%d steps recorded; want %d", total, n)
 	}
 }

@@ -124,13 +124,13 @@ func (w *Worker) renew(timeout time.Duration) {
 	// interval rather than wait a whole interval, so a short outage costs no renewal window.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := w.fe.Heartbeat(ctx, req)
+	resp, err := w.heartbeat(ctx, req)
 	firstErr := err
 	for backoff := resendFirst; err != nil && unreachable(err) && ctx.Err() == nil; backoff = min(backoff*2, resendCap) {
 		if !sleepCtx(ctx, backoff) {
 			break
 		}
-		resp, err = w.fe.Heartbeat(ctx, req)
+		resp, err = w.heartbeat(ctx, req)
 	}
 	if err == nil && len(resp.Codes) != len(batch) {
 		err = jobs.Errorf(jobs.CodeInvariant, "heartbeat answered %d codes for %d leases", len(resp.Codes), len(batch))
@@ -187,4 +187,26 @@ func (w *Worker) lost(h *held, cause *jobs.Error) {
 	w.log.Error("jobs.lease.lost", "run", h.runID, "queue", h.queue, "err", cause)
 	w.metrics.leasesLost.WithLabelValues(h.queue).Inc()
 	h.ex.Abort(cause)
+}
+
+// heartbeat renews req's leases in requests of at most frontend.MaxHeartbeatLeases each (the
+// engine refuses a longer one), answering their codes in req's order.
+func (w *Worker) heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	if len(req.Leases) <= frontend.MaxHeartbeatLeases {
+		return w.fe.Heartbeat(ctx, req)
+	}
+	var out frontend.HeartbeatResponse
+	for from := 0; from < len(req.Leases); from += frontend.MaxHeartbeatLeases {
+		part := req
+		part.Leases = req.Leases[from:min(from+frontend.MaxHeartbeatLeases, len(req.Leases))]
+		resp, err := w.fe.Heartbeat(ctx, part)
+		if err != nil {
+			return frontend.HeartbeatResponse{}, err
+		}
+		if len(resp.Codes) != len(part.Leases) {
+			return resp, nil // the caller reports the mismatch
+		}
+		out.Codes = append(out.Codes, resp.Codes...)
+	}
+	return out, nil
 }

@@ -13,19 +13,30 @@ import (
 )
 
 // Limits of the shape check. Real requests are far inside them: a record carries a handful of
-// commands, a heartbeat one lease per run a worker holds.
+// commands, a heartbeat one lease per run a worker holds, and the largest request, a bulk
+// enqueue of jobs.MaxEnqueueMany runs, about a dozen entries per run.
 const (
 	MaxDepth     = 32
 	MaxContainer = 1 << 16
+	// MaxEntries bounds the entries of one body in all (Shape): every array element and every
+	// map entry (a key and its value) of every container counts one.
+	MaxEntries = 1 << 20
 )
 
 // Shape walks one msgpack value and refuses truncated data, trailing data, the reserved byte
 // 0xc1, containers claiming more items than there are bytes left (every item takes at least
-// one) or than MaxContainer, and nesting deeper than MaxDepth.
+// one) or than MaxContainer, more than MaxEntries entries in all, and nesting deeper than
+// MaxDepth.
 //
 // The check is not optional before decoding a request: msgpack/v5 (as of v5.4.1) allocates a
 // struct slice to the length an array header claims before it reads a single element, so a
-// five-byte body claiming 2^32 commands is a multi-gigabyte allocation or a panic.
+// five-byte body claiming 2^32 commands is a multi-gigabyte allocation or a panic. The bound on
+// each container alone is not enough: an element of one byte (an empty map) is a whole struct
+// once decoded, a few hundred bytes, so a body of many full containers made a heap hundreds of
+// times its size. MaxEntries bounds what any decoder makes for one body to MaxEntries times
+// its largest element, whatever the body limit; the handlers' own limits (a record's commands,
+// a heartbeat's leases, a batch's records) are tighter, and checked before their slices are
+// made.
 func Shape(b []byte) error { return walk(b, false) }
 
 // Value is Shape plus what makes a stored value readable by every surface that renders it: every
@@ -49,6 +60,7 @@ func walk(b []byte, values bool) error {
 	}
 	open := []level{{left: 1}}
 	pos := 0
+	var entries uint64 // of the containers opened so far (Shape only; see MaxEntries)
 	for len(open) > 0 {
 		top := len(open) - 1
 		if open[top].left == 0 {
@@ -189,6 +201,18 @@ func walk(b []byte, values bool) error {
 				return bad(pos, "a container claims more items than the body holds")
 			case len(open) >= MaxDepth:
 				return bad(pos, "nested too deep")
+			}
+			if !values {
+				// A stored value is bytes to the engine, decoded by the job that reads it: only
+				// a request, which the engine decodes, has a budget of entries.
+				if isMap {
+					entries += items / 2
+				} else {
+					entries += items
+				}
+				if entries > MaxEntries {
+					return bad(pos, "more than 1048576 array elements and map entries in all")
+				}
 			}
 			open = append(open, level{left: items, isMap: isMap})
 			continue

@@ -23,7 +23,9 @@ func FuzzValueRenders(f *testing.F) {
 		if wire.Value(b) != nil {
 			return
 		}
-		if wire.Shape(b) != nil {
+		if wire.Shape(b) != nil && len(b) <= wire.MaxEntries {
+			// (A body of more bytes may hold more entries than a request may: Value has no
+			// such budget.)
 			t.Fatalf("Value accepted %x, which Shape refuses", b)
 		}
 		if _, err := jobs.ToJSON(b); err != nil {
