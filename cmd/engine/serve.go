@@ -37,7 +37,7 @@ func (o *dbOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.url, "database-url", cli.Env("DATABASE_URL", ""),
 		"Postgres URL (postgres:// or postgresql://); empty uses SQLite under --data-dir [$DATABASE_URL]")
-	f.StringVar(&o.schema, "database-schema", cli.Env("JOBS_DB_SCHEMA", "jobs"),
+	f.StringVar(&o.schema, "database-schema", cli.Env(envSchema, "jobs"),
 		"Postgres schema holding the engine's tables [$JOBS_DB_SCHEMA]")
 	f.StringVar(&o.dataDir, "data-dir", cli.Env("JOBS_DATA_DIR", "data"),
 		"directory of the SQLite database, jobs.db [$JOBS_DATA_DIR]")
@@ -45,8 +45,11 @@ func (o *dbOptions) flags(cmd *cobra.Command) {
 		"Postgres: write every run's first and last events as history rows too, while engines of an older version (which cannot rebuild them from the run's row) share the database in a rolling upgrade [$JOBS_DB_WRITE_IMPLIED_EVENTS]")
 }
 
-// envWriteImplied sets --database-write-implied-events.
-const envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
+// envWriteImplied sets --database-write-implied-events, envSchema --database-schema.
+const (
+	envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
+	envSchema       = "JOBS_DB_SCHEMA"
+)
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
 // rather than silently falling back to SQLite (DATABASE_URL is often set for something else).
@@ -84,10 +87,15 @@ func urlScheme(s string) (string, bool) {
 }
 
 // check refuses flags that would be silently ignored: a schema names a Postgres schema, and
-// without a URL the engine runs on SQLite, which has none.
+// without a URL the engine runs on SQLite, which has none. The environment form is refused as the
+// flag is: a deployment that sets $JOBS_DB_SCHEMA means Postgres, and one whose $DATABASE_URL
+// went missing would otherwise start on an empty SQLite file under --data-dir.
 func (o *dbOptions) check(cmd *cobra.Command) error {
 	if o.url == "" && cmd.Flags().Changed("database-schema") {
 		return cli.Usage("--database-schema %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", o.schema)
+	}
+	if v := os.Getenv(envSchema); o.url == "" && v != "" {
+		return cli.Usage("$%s %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", envSchema, v)
 	}
 	if v := os.Getenv(envWriteImplied); v != "" {
 		if _, err := strconv.ParseBool(v); err != nil {
