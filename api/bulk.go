@@ -1,10 +1,15 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/internal/wire"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // BulkEnqueueBody is the JSON body of POST /v1/runs/bulk: items as POST /v1/runs takes them.
@@ -36,6 +41,12 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 	var reqs []jobs.EnqueueRequest
 	var errs []*jobs.Error // an item refused while decoding, by position
 	if isMsgpack(r) {
+		if err := checkMsgpack(b); err != nil {
+			return err
+		}
+		if n := bulkMsgpackItems(b); n > jobs.MaxEnqueueMany {
+			return jobs.Errorf(jobs.CodePayloadTooLarge, "bulk enqueue of %d items; the limit is %d", n, jobs.MaxEnqueueMany)
+		}
 		var body BulkEnqueueRequest
 		if err := decodeMsgpack(b, &body); err != nil {
 			return err
@@ -50,13 +61,13 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	} else {
-		var body BulkEnqueueBody
-		if err := decodeJSON(b, &body); err != nil {
+		items, err := decodeBulkJSON(b)
+		if err != nil {
 			return err
 		}
-		reqs = make([]jobs.EnqueueRequest, len(body.Items))
+		reqs = make([]jobs.EnqueueRequest, len(items))
 		errs = make([]*jobs.Error, len(reqs))
-		for i, it := range body.Items {
+		for i, it := range items {
 			// The one conversion POST /v1/runs makes (EnqueueBody.request): every field an
 			// item names reaches the engine, and is checked, as it would one at a time.
 			if reqs[i], err = it.request(); err != nil {
@@ -113,4 +124,141 @@ func checkEnqueue(r *http.Request, req jobs.EnqueueRequest) error {
 		return err
 	}
 	return checkEnqueueScope(r, req.Tenant, req.NoTenant)
+}
+
+// decodeBulkJSON reads a JSON bulk body ({"items":[…]}) as decodeJSON would decode it into a
+// BulkEnqueueBody (an empty body or null is no items; unknown fields and trailing data are
+// refused), but item by item: a body of tiny items ({} is two bytes) holds hundreds of thousands
+// in MaxBody, and decoding them all, then converting them, before counting them took seconds
+// and hundreds of megabytes to refuse. The item past jobs.MaxEnqueueMany is refused as it
+// appears, before any item is converted.
+func decodeBulkJSON(b []byte) ([]EnqueueBody, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	if err := jobs.ValidJSONText(b); err != nil {
+		return nil, err
+	}
+	malformed := func(err error) error { return jobs.Wrap(jobs.CodeBadRequest, err, "malformed JSON body") }
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, malformed(err)
+	}
+	var items []EnqueueBody
+	switch tok {
+	case nil: // null: as decoding it into the body would, no items
+	case json.Delim('{'):
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, malformed(err)
+			}
+			// encoding/json matches a field's name without regard to case; so does this.
+			if key, _ := tok.(string); !strings.EqualFold(key, "items") {
+				return nil, malformed(fmt.Errorf("json: unknown field %q", key))
+			}
+			// A repeated "items" replaces the earlier one, as it would in a struct.
+			if items, err = decodeBulkItems(dec); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing brace
+			return nil, malformed(err)
+		}
+	default:
+		return nil, malformed(fmt.Errorf("json: cannot unmarshal %s into Go value of type api.BulkEnqueueBody", jsonKind(tok)))
+	}
+	if dec.More() {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "malformed JSON body: trailing data")
+	}
+	return items, nil
+}
+
+// decodeBulkItems reads the value of "items": null (no items) or an array of at most
+// jobs.MaxEnqueueMany items.
+func decodeBulkItems(dec *json.Decoder) ([]EnqueueBody, error) {
+	malformed := func(err error) error { return jobs.Wrap(jobs.CodeBadRequest, err, "malformed JSON body") }
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, malformed(err)
+	}
+	switch tok {
+	case nil:
+		return nil, nil
+	case json.Delim('['):
+	default:
+		return nil, malformed(fmt.Errorf("json: cannot unmarshal %s into Go struct field BulkEnqueueBody.items of type []api.EnqueueBody", jsonKind(tok)))
+	}
+	var items []EnqueueBody
+	for dec.More() {
+		if len(items) == jobs.MaxEnqueueMany {
+			return nil, jobs.Errorf(jobs.CodePayloadTooLarge, "bulk enqueue of more than %d items; the limit is %d", jobs.MaxEnqueueMany, jobs.MaxEnqueueMany)
+		}
+		items = append(items, EnqueueBody{})
+		if err := dec.Decode(&items[len(items)-1]); err != nil {
+			return nil, malformed(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, malformed(err)
+	}
+	return items, nil
+}
+
+// jsonKind names a JSON token's kind as encoding/json's type errors do.
+func jsonKind(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		if tok == json.Delim('[') {
+			return "array"
+		}
+		return "object"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case float64, json.Number:
+		return "number"
+	}
+	return "value"
+}
+
+// bulkMsgpackItems returns how many items a msgpack bulk body's "items" array claims (the last
+// one, as decoding keeps the last), read from the array's header before anything is decoded: a
+// body of tiny items holds tens of thousands. Zero when the body is not a map or names no
+// items; decoding then says what is wrong. b has passed the shape check.
+func bulkMsgpackItems(b []byte) (n int) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	fields, err := dec.DecodeMapLen()
+	if err != nil {
+		return 0
+	}
+	for range max(fields, 0) {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return n
+		}
+		if key != "items" {
+			if dec.Skip() != nil {
+				return n
+			}
+			continue
+		}
+		if n, err = dec.DecodeArrayLen(); err != nil {
+			return 0
+		}
+		for range max(n, 0) {
+			if dec.Skip() != nil {
+				return n
+			}
+		}
+	}
+	return max(n, 0)
 }

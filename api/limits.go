@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ultimat3/jobs/api/internal/route"
@@ -92,35 +93,199 @@ func (s *Server) unrouted(mux *http.ServeMux, w http.ResponseWriter, r *http.Req
 	return true
 }
 
+// untrustedIdle is how long a connection that has not carried an authenticated request may
+// wait for its next request (an authenticated one has serverIdleTimeout): held open, such
+// connections would otherwise keep MaxConns slots from the workers for two minutes each.
+const untrustedIdle = 5 * time.Second
+
 // limitListener serves at most n connections at once: Accept waits for one to close. A slot is
 // given back exactly once per connection, however often Close is called.
+//
+// A connection that has not yet carried an authenticated request (see trust) is spare while it
+// waits, before its first request or between requests: when every slot is taken, Accept closes
+// the spare connection that has waited longest rather than wait itself, so that clients without
+// a token (or with none yet) cannot hold the slots the workers need; and a spare connection is
+// closed after untrustedIdle. A connection that carried an authenticated request is never closed
+// to make room. Without credentials every connection counts as authenticated (trustAll): the
+// server then has nothing to tell its clients apart by, and serves loopback only.
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
+	slots    chan struct{}
+	trustAll bool
+
+	mu    sync.Mutex
+	spare map[*limitConn]time.Time // waiting, never authenticated: since when
+	freed chan struct{}            // a token when a connection became spare
+	done  chan struct{}            // closed by Close
+	once  sync.Once
 }
 
-func newLimitListener(l net.Listener, n int) net.Listener {
-	return &limitListener{Listener: l, slots: make(chan struct{}, n)}
+func newLimitListener(l net.Listener, n int, trustAll bool) *limitListener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), trustAll: trustAll,
+		spare: map[*limitConn]time.Time{}, freed: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
+// Accept takes the next connection, then a slot for it: so a spare connection is closed only
+// for a client that is there to take its place. While it waits for a slot, the connection it
+// holds is not served, as if it were still in the kernel's backlog.
 func (l *limitListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+	if !l.acquire() {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	lc := &limitConn{Conn: c, l: l}
+	if l.trustAll {
+		lc.trusted.Store(true)
+	} else {
+		l.waiting(lc, false) // spare until its first request has been read
+	}
+	return lc, nil
 }
+
+// acquire takes a slot: a free one, else the one of the spare connection that has waited
+// longest, else the first to free (or to become spare). It reports false when the listener is
+// closed meanwhile.
+func (l *limitListener) acquire() bool {
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return true
+		default:
+		}
+		if l.evict() {
+			continue
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return true
+		case <-l.freed:
+		case <-l.done:
+			return false
+		}
+	}
+}
+
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// evict closes the spare connection that has waited longest, if there is one.
+func (l *limitListener) evict() bool {
+	l.mu.Lock()
+	var oldest *limitConn
+	var since time.Time
+	for c, t := range l.spare {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	_ = oldest.Close() // gives its slot back
+	return true
+}
+
+// waiting records that c, not authenticated, waits for a request: spare from now, and closed
+// after untrustedIdle when idle (between requests; before the first, ReadHeaderTimeout bounds
+// the wait).
+func (l *limitListener) waiting(c *limitConn, idle bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed {
+		return
+	}
+	since := time.Now()
+	l.spare[c] = since
+	if idle {
+		c.stopTimer()
+		c.timer = time.AfterFunc(untrustedIdle, func() {
+			l.mu.Lock()
+			expired := l.spare[c] == since
+			l.mu.Unlock()
+			if expired {
+				_ = c.Close()
+			}
+		})
+	}
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
+}
+
+// busy records that c is not spare: serving a request, upgraded, closed, or authenticated.
+func (l *limitListener) busy(c *limitConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.spare, c)
+	c.stopTimer()
+}
+
+// connState follows net/http's view of each connection (http.Server.ConnState).
+func (l *limitListener) connState(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*limitConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateIdle:
+		if !c.trusted.Load() {
+			l.waiting(c, true)
+		}
+	case http.StateActive, http.StateHijacked, http.StateClosed:
+		l.busy(c)
+	}
+}
+
+// trust marks the connection a request came on as authenticated: no longer spare, and kept
+// alive as long as any (serverIdleTimeout). For a request not served through Start (no
+// connection of ours), it does nothing.
+func trust(r *http.Request) {
+	c, ok := r.Context().Value(connKey{}).(*limitConn)
+	if !ok || c.trusted.Load() {
+		return
+	}
+	c.trusted.Store(true)
+	c.l.busy(c)
+}
+
+// connKey carries a request's *limitConn in its context (http.Server.ConnContext).
+type connKey struct{}
 
 type limitConn struct {
 	net.Conn
+	l       *limitListener
 	once    sync.Once
-	release func()
+	trusted atomic.Bool
+	// closed and timer are guarded by l.mu.
+	closed bool
+	timer  *time.Timer
+}
+
+// stopTimer stops c's idle timer. Called with l.mu held.
+func (c *limitConn) stopTimer() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.closed = true
+		delete(c.l.spare, c)
+		c.stopTimer()
+		c.l.mu.Unlock()
+		<-c.l.slots
+	})
 	return err
 }

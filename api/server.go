@@ -81,8 +81,10 @@ type Config struct {
 	MaxPollBytes int
 	// BodyTimeout bounds how long a request body may take to arrive. Defaults to 10s.
 	BodyTimeout time.Duration
-	// MaxConns caps the connections served at once (Start); more wait to be accepted. Defaults
-	// to 1024.
+	// MaxConns caps the connections served at once (Start); more wait to be accepted. With
+	// credentials, a connection that has not yet carried an authenticated request gives its
+	// slot to a newcomer when every slot is taken, and is closed after a few seconds idle
+	// (limits.go). Defaults to 1024.
 	MaxConns int
 	// ReadyTimeout bounds the store probe of /readyz. Defaults to 2s.
 	ReadyTimeout time.Duration
@@ -281,7 +283,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return jobs.Wrap(jobs.CodeListenFailed, err, "api: listen on %s (is the address in use, or not this machine's?)", s.cfg.Addr)
 	}
-	ln = newLimitListener(ln, s.cfg.MaxConns)
+	lim := newLimitListener(ln, s.cfg.MaxConns, len(s.creds) == 0)
+	ln = lim
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s,
@@ -289,8 +292,14 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadTimeout:       time.Minute,
 		// A long-poll holds its response for up to MaxPollWait.
 		WriteTimeout: s.cfg.MaxPollWait + time.Minute,
-		IdleTimeout:  serverIdleTimeout,
-		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// An authenticated connection's; one that has not carried an authenticated request
+		// waits untrustedIdle, and gives way when the slots are taken (limits.go).
+		IdleTimeout: serverIdleTimeout,
+		ConnState:   lim.connState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.done = make(chan struct{})
 	srv, done := s.http, s.done
@@ -444,6 +453,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			trust(r)
 		}
 		if r.Method == http.MethodPost && !isUI && !isMsgpack(r) && !isJSON(r) {
 			s.writeError(w, r, jobs.Errorf(jobs.CodeBadRequest,
@@ -503,6 +513,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(e.Code)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterHeader(e.RetryAfter))
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		// A refused credential ends its connection: a client without a valid token may not keep
+		// one of the MaxConns slots the workers need (limits.go).
+		w.Header().Set("Connection", "close")
 	}
 	out := &jobs.Error{Code: e.Code, Message: e.Message, RetryAfter: e.RetryAfter}
 	if wantsMsgpack(r) {

@@ -40,7 +40,9 @@ func (s *Server) readSession(r *http.Request) (frontend.Session, error) {
 	if req.WorkerID == "" {
 		return req, jobs.Errorf(jobs.CodeBadRequest, "session names no worker")
 	}
-	return req, checkText("worker id", req.WorkerID)
+	// The engine keeps a record per worker id while its session is live: an id is bounded like
+	// every other name the engine keeps (1,000 bytes), or one attend could pin a megabyte.
+	return req, jobs.ValidIdentifier("worker id", req.WorkerID)
 }
 
 func (s *Server) workerStart(w http.ResponseWriter, r *http.Request) error {

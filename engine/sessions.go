@@ -27,6 +27,7 @@ type sessions struct {
 	mu      sync.Mutex
 	pending map[string]chan struct{} // closed to cancel the pending release
 	lives   map[string]*liveness     // the sessions attended now or just answered (sessions_live.go)
+	swept   time.Time                // when lives was last rid of its lapsed records (sessions_live.go)
 }
 
 // cancelAll drops every pending release: the engine is stopping, and its sessions dropping says
@@ -87,7 +88,7 @@ func (e *Engine) Attend(ctx context.Context, s frontend.Session) error {
 	}
 	t := e.clock.NewTimer(wait)
 	defer t.Stop()
-	e.sessions.opened(s.WorkerID)
+	e.sessions.opened(s.WorkerID, e.clock.Now())
 	select {
 	case <-t.C():
 		e.sessions.ended(s.WorkerID, true, e.clock.Now())
@@ -98,10 +99,14 @@ func (e *Engine) Attend(ctx context.Context, s frontend.Session) error {
 }
 
 // SessionOpened records that a remote worker attends: a release pending after its previous
-// session dropped is cancelled.
+// session dropped is cancelled. An id no session may have (see checkWorker) is not recorded,
+// and its answer and drop are ignored alike.
 func (e *Engine) SessionOpened(workerID string) {
+	if checkWorker(workerID) != nil {
+		return
+	}
 	e.sessions.cancel(workerID)
-	e.sessions.opened(workerID)
+	e.sessions.opened(workerID, e.clock.Now())
 }
 
 // SessionDropped records that a remote worker's session connection dropped without a clean
@@ -186,11 +191,15 @@ func (e *Engine) releaseWorker(ctx context.Context, workerID, why string) error 
 	return nil
 }
 
+// checkWorker refuses a session's worker id that is empty or that no store could hold as a
+// name (jobs.ValidIdentifier: at most 1,000 bytes of UTF-8 without NUL). The engine keeps a
+// record per id while its session is live, so the bound is also what one session may pin; it
+// is checked here, not only in the HTTP API, because in-process callers send ids too.
 func checkWorker(id string) error {
 	if id == "" {
 		return jobs.Errorf(jobs.CodeBadRequest, "a worker session needs the worker's id")
 	}
-	return nil
+	return jobs.ValidIdentifier("worker id", id)
 }
 
 var _ frontend.Sessions = (*Engine)(nil)

@@ -51,9 +51,10 @@ func (s *sessions) live(workerID string) *liveness {
 }
 
 // opened records an attend begun under workerID.
-func (s *sessions) opened(workerID string) {
+func (s *sessions) opened(workerID string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sweep(now)
 	s.live(workerID).attending++
 }
 
@@ -62,6 +63,7 @@ func (s *sessions) opened(workerID string) {
 func (s *sessions) ended(workerID string, answered bool, now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sweep(now)
 	l := s.live(workerID)
 	l.attending = max(l.attending-1, 0)
 	if answered {
@@ -82,11 +84,48 @@ func (s *sessions) ended(workerID string, answered bool, now time.Time) int {
 func (s *sessions) isLive(workerID string, now time.Time) (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sweep(now)
 	l := s.lives[workerID]
 	if l == nil {
 		return false, nil
 	}
-	return l.attending > 0 || (!l.answered.IsZero() && now.Sub(l.answered) < reattendWindow), l.changed
+	if l.lapsed(now) {
+		s.forget(workerID, l)
+		return false, nil
+	}
+	return true, l.changed
+}
+
+// lapsed reports whether a record says nothing any more: no attend is open under its id and
+// the last answered one is past the re-attend window (so the id is not live, and its worker,
+// had it attended again, would have a fresh record).
+func (l *liveness) lapsed(now time.Time) bool {
+	return l.attending == 0 && (l.answered.IsZero() || now.Sub(l.answered) >= reattendWindow)
+}
+
+// forget drops a lapsed record; whoever waits on its change looks again. Called with s.mu held.
+func (s *sessions) forget(workerID string, l *liveness) {
+	delete(s.lives, workerID)
+	close(l.changed)
+}
+
+// sweep forgets the lapsed records, at most once per re-attend window, on the calls that touch
+// the table. An answered attend keeps its record for the window only: a worker that stops
+// attending (or ids that attend once, each under another name) must not grow the table for
+// good, and neither a goroutine nor a timer per record is spent on it. A record forgotten is
+// one that was no longer live, so no rule changes: a drop beside an open attend still finds it
+// open, and a drop still schedules its release after the grace (sessions.go). Called with s.mu
+// held.
+func (s *sessions) sweep(now time.Time) {
+	if !s.swept.IsZero() && now.Sub(s.swept) < reattendWindow && !now.Before(s.swept) {
+		return
+	}
+	s.swept = now
+	for id, l := range s.lives {
+		if l.lapsed(now) {
+			s.forget(id, l)
+		}
+	}
 }
 
 // checkNotLive refuses a start or stop of a worker whose session is live. A stop waits up to
@@ -119,8 +158,12 @@ func (e *Engine) checkNotLive(ctx context.Context, workerID, what string, wait b
 }
 
 // SessionAnswered records that a remote worker's attend ended with its wait passed (the worker
-// attends again at once): its session counts as live meanwhile.
+// attends again at once): its session counts as live meanwhile. An id SessionOpened would not
+// record is ignored.
 func (e *Engine) SessionAnswered(workerID string) {
+	if checkWorker(workerID) != nil {
+		return
+	}
 	e.sessions.ended(workerID, true, e.clock.Now())
 }
 
