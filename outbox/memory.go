@@ -212,6 +212,25 @@ func (s *MemoryStore) Requeue(_ context.Context, ids []string) (int, error) {
 	return n, nil
 }
 
+// SetAside implements Store.
+func (s *MemoryStore) SetAside(_ context.Context, ids []string, code jobs.Code, message string, now time.Time) (int, error) {
+	if err := checkSetAside(code); err != nil {
+		return 0, err
+	}
+	message = boundMessage(message)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if r := s.rows[id]; r != nil && r.FailedAt.IsZero() {
+			r.FailedAt, r.ErrorCode, r.ErrorMessage = now, code, message
+			r.ClaimedBy, r.ClaimedAt = "", time.Time{}
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Drop implements Store.
 func (s *MemoryStore) Drop(_ context.Context, ids []string) (int, error) {
 	s.mu.Lock()

@@ -16,7 +16,9 @@
 // (the row's id is the enqueue's dedupe id), so a relay that crashes between publishing a row and
 // marking it published republishes it harmlessly, even after the first run finished. A row the
 // engine refuses for good (a terminal code) is set aside as failed rather than stop the rows
-// behind it: Store.Failed lists such rows, Store.Requeue and Store.Drop act on them.
+// behind it: Store.Failed lists such rows, Store.Requeue and Store.Drop act on them. A row the
+// relay holds in place (a job or queue no worker declares yet, see Relay) and that no deploy will
+// ever declare (a misspelt job name) is set aside by an operator with Store.SetAside.
 package outbox
 
 import (
@@ -127,9 +129,10 @@ func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (j
 	if req.DedupeID != "" {
 		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeBadRequest, "enqueue of %q: the outbox names the dedupe id itself", req.Job)
 	}
-	if req.Queue == "" {
-		req.Queue = jobs.DefaultQueue
-	}
+	// A request that names no queue is staged naming none: the engine fills in the job's
+	// declared queue when the relay publishes it, as it does for a direct enqueue. Naming
+	// "default" here would turn a job declared on another queue into X_JOB_UNDECLARED, which
+	// the relay holds in place (see Relay), stopping every row staged after it.
 	if req.TraceParent == "" {
 		// The relay enqueues later, under its own context: the row keeps the stager's span.
 		req.TraceParent, req.TraceState = jobs.TraceContext(ctx)

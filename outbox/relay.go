@@ -61,7 +61,9 @@ type RelayConfig struct {
 // is fixed, or drops it. The terminal codes that say the relay's own wiring is wrong rather than
 // the row (X_UNAUTHORIZED, X_FORBIDDEN, X_ROUTE_NOT_FOUND, X_METHOD_NOT_ALLOWED,
 // X_DRIVER_UNAVAILABLE, X_STORE_LOCKED, X_INVARIANT) stop the batch like any other failure: set
-// aside, every row would fail alike.
+// aside, every row would fail alike. So do X_JOB_UNDECLARED and X_QUEUE_UNDECLARED, which a
+// rolling deploy ends; a row they hold that nothing will end (a misspelt job name) is moved out
+// of the line by an operator with Store.SetAside, and the rows behind it go on.
 type Relay struct {
 	cfg     RelayConfig
 	metrics *relayMetrics
@@ -211,7 +213,7 @@ func (r *Relay) pass(ctx context.Context) (int, int, error) {
 		if err != nil {
 			// Stop here: the rows behind this one must not overtake it. Hand them back at
 			// once, so the next pass (ours or another relay's) retries from this row.
-			pubErr = jobs.Wrap(jobs.CodeOf(err), err, "outbox relay %s: publish row %s (%s)", r.cfg.ID, row.ID, row.Request.Job)
+			pubErr = jobs.Wrap(jobs.CodeOf(err), err, "outbox relay %s: publish row %s (%s)%s", r.cfg.ID, row.ID, row.Request.Job, heldHint(err))
 			rest := make([]string, 0, len(rows)-i)
 			for _, x := range rows[i:] {
 				rest = append(rest, x.ID)
@@ -256,7 +258,8 @@ func (r *Relay) publish(ctx context.Context, row Row) error {
 // batch and are retried, as a transient failure is. A job or queue no worker declares yet is
 // the fleet's state: a producer deployed before the workers that host its new job, which a
 // rolling deploy brings; setting its rows aside would make every such deploy an operator's
-// requeue.
+// requeue. The other side of that choice is a row naming a job no deploy will ever declare: it
+// holds the line until an operator sets it aside (Store.SetAside), which the pass's error says.
 var wiringCodes = map[jobs.Code]bool{
 	jobs.CodeJobUndeclared:     true,
 	jobs.CodeQueueUndeclared:   true,
@@ -267,6 +270,16 @@ var wiringCodes = map[jobs.Code]bool{
 	jobs.CodeDriverUnavailable: true,
 	jobs.CodeStoreLocked:       true,
 	jobs.CodeInvariant:         true,
+}
+
+// heldHint tells the operator reading a pass's error how a row held for an undeclared job or
+// queue ends: a worker declaring it, or, when none ever will, setting the row aside.
+func heldHint(err error) string {
+	switch jobs.CodeOf(err) {
+	case jobs.CodeJobUndeclared, jobs.CodeQueueUndeclared:
+		return ", held in place until a worker declares it; if none ever will, set the row aside (Store.SetAside)"
+	}
+	return ""
 }
 
 // setsAside reports whether a publish's refusal is the engine's last word on the row: a Terminal
@@ -281,6 +294,22 @@ func setsAside(err error) bool {
 // maxErrorMessage bounds the refusal's message kept on a failed row.
 const maxErrorMessage = 2048
 
+// boundMessage cuts msg to maxErrorMessage bytes, on a rune boundary.
+func boundMessage(msg string) string {
+	if len(msg) > maxErrorMessage {
+		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "…"
+	}
+	return msg
+}
+
+// checkSetAside refuses an operator's SetAside that names no code: a failed row always says why.
+func checkSetAside(code jobs.Code) error {
+	if code == "" {
+		return jobs.Errorf(jobs.CodeBadRequest, "outbox set aside: name the code the rows are set aside with (the refusal the relay logged, e.g. %s)", jobs.CodeJobUndeclared)
+	}
+	return nil
+}
+
 // setAside marks row failed with the refusal, logs and counts it. It returns nil once the row is
 // set aside, else why not (the store failed, or the row's claim lapsed to another relay, which
 // now decides): then the batch stops there as after a transient failure.
@@ -291,9 +320,7 @@ func (r *Relay) setAside(ctx context.Context, row Row, refusal error) error {
 	if errors.As(refusal, &je) && je.Message != "" {
 		msg = je.Message
 	}
-	if len(msg) > maxErrorMessage {
-		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "…"
-	}
+	msg = boundMessage(msg)
 	held, err := r.cfg.Store.MarkFailed(ctx, r.cfg.ID, row.ID, code, msg, r.cfg.Clock.Now())
 	if err != nil {
 		return jobs.Wrap(jobs.CodeOf(err), err, "set aside (refused with %s: %s)", code, msg)

@@ -27,6 +27,7 @@ type dialect struct {
 	failed        string
 	failedCount   string
 	requeue       string
+	setAside      string
 	drop          string
 	prune         string
 }
@@ -91,6 +92,11 @@ ORDER BY staged_at, id LIMIT $1`,
 	requeue: `UPDATE {T} SET failed_at = NULL, error_code = NULL, error_message = NULL, claimed_by = NULL, claimed_at = NULL
 WHERE id = ANY($1) AND published_at IS NULL AND failed_at IS NOT NULL`,
 
+	// The claim is cleared: the row leaves the line, and the relay that may hold it finds it
+	// failed at its mark (which matches failed_at IS NULL) and leaves it so.
+	setAside: `UPDATE {T} SET failed_at = $2, error_code = $3, error_message = $4, claimed_by = NULL, claimed_at = NULL
+WHERE id = ANY($1) AND published_at IS NULL AND failed_at IS NULL`,
+
 	drop: `DELETE FROM {T} WHERE id = ANY($1) AND published_at IS NULL AND failed_at IS NOT NULL`,
 
 	prune: `DELETE FROM {T} WHERE published_at < $1`,
@@ -148,6 +154,9 @@ ORDER BY staged_at, id LIMIT ?1`,
 
 	requeue: `UPDATE {T} SET failed_at = NULL, error_code = NULL, error_message = NULL, claimed_by = NULL, claimed_at = NULL
 WHERE id IN (SELECT value FROM json_each(?1)) AND published_at IS NULL AND failed_at IS NOT NULL`,
+
+	setAside: `UPDATE {T} SET failed_at = ?2, error_code = ?3, error_message = ?4, claimed_by = NULL, claimed_at = NULL
+WHERE id IN (SELECT value FROM json_each(?1)) AND published_at IS NULL AND failed_at IS NULL`,
 
 	drop: `DELETE FROM {T} WHERE id IN (SELECT value FROM json_each(?1)) AND published_at IS NULL AND failed_at IS NOT NULL`,
 

@@ -67,7 +67,7 @@ func render(d dialect, table string) dialect {
 	index := table[strings.LastIndexByte(table, '.')+1:]
 	r := strings.NewReplacer("{T}", table, "{I}", index)
 	for _, p := range []*string{&d.ddl, &d.addColumn, &d.stage, &d.claim, &d.markPublished, &d.markFailed,
-		&d.release, &d.backlog, &d.failed, &d.failedCount, &d.requeue, &d.drop, &d.prune} {
+		&d.release, &d.backlog, &d.failed, &d.failedCount, &d.requeue, &d.setAside, &d.drop, &d.prune} {
 		*p = r.Replace(*p)
 	}
 	return d
@@ -317,6 +317,21 @@ func (s *SQLStore) Requeue(ctx context.Context, ids []string) (int, error) {
 	n, err := s.db.exec(ctx, s.sql.requeue, s.idsArg(ids))
 	if err != nil {
 		return 0, s.failed("requeue", err)
+	}
+	return int(n), nil
+}
+
+// SetAside implements Store.
+func (s *SQLStore) SetAside(ctx context.Context, ids []string, code jobs.Code, message string, now time.Time) (int, error) {
+	if err := checkSetAside(code); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx, s.sql.setAside, s.idsArg(ids), s.timeArg(now), string(code), boundMessage(message))
+	if err != nil {
+		return 0, s.failed("set aside", err)
 	}
 	return int(n), nil
 }

@@ -32,9 +32,9 @@ type Row struct {
 // own connections.
 //
 // A row is in line (staged, waiting to be published), published, or failed: set aside by a relay
-// because the engine refused it for good. A failed row is never claimed, published or pruned; it
-// stays until an operator requeues it (it goes back to its place at the head of the line) or
-// drops it.
+// because the engine refused it for good, or by an operator (SetAside). A failed row is never
+// claimed, published or pruned; it stays until an operator requeues it (it goes back to its place
+// at the head of the line) or drops it.
 type Store interface {
 	// Stage inserts rows inside tx, the caller's open transaction: they exist if and only if it
 	// commits. A tx this store cannot use is X_OUTBOX_NO_TX.
@@ -73,6 +73,18 @@ type Store interface {
 	// (so ahead of the rows staged after them), with their error cleared; it returns how many.
 	// An id that names no failed row is passed over.
 	Requeue(ctx context.Context, ids []string) (int, error)
+
+	// SetAside moves the rows of ids that are in line to failed, with code and message, failed
+	// at now, as a relay sets aside a row the engine refused for good; it returns how many. It
+	// is the operator's way out for a row the relay holds in place by design (a job or queue no
+	// worker declares yet, which a rolling deploy ends) when nothing will ever end it: a job
+	// name misspelt at staging. The row is then listed, requeued and dropped as any failed row.
+	// An id that names no row in line (failed, published, unknown) is passed over. An empty
+	// code is X_BAD_REQUEST and changes nothing. A row a relay is publishing at that moment may
+	// still be published: its relay's mark then finds it failed and leaves it so, and a later
+	// Requeue publishes it again under the same dedupe id, which the engine answers with the
+	// run it already created.
+	SetAside(ctx context.Context, ids []string, code jobs.Code, message string, now time.Time) (int, error)
 
 	// Drop deletes the failed rows of ids: their jobs are never enqueued. It returns how many;
 	// an id that names no failed row (one in line, or published) is passed over.

@@ -22,11 +22,13 @@ func (s Schedule) Declaration() jobs.Declaration {
 }
 
 // FromManifest is the Provider of an engine serving remote workers: the schedules the fleet's
-// manifests declare. One that does not validate (a newer worker's shape) is left out of the round
-// rather than stopping every other schedule.
+// live workers declare (engine.DeclaredLive), so a schedule a deploy removed or renamed stops
+// once no live worker declares it; with no worker live at all, the set the fleet last declared,
+// so a fleet restart loses none. One that does not validate (a newer worker's shape) is left out
+// of the round rather than stopping every other schedule.
 func FromManifest(eng *engine.Engine) Provider {
 	return func(ctx context.Context) ([]Schedule, error) {
-		all, err := engine.Declared[Schedule](ctx, eng, jobs.DeclareSchedule)
+		all, err := engine.DeclaredLive[Schedule](ctx, eng, jobs.DeclareSchedule)
 		if err != nil {
 			return nil, err
 		}

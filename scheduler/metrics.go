@@ -12,6 +12,7 @@ import (
 type collector struct {
 	s                      *Scheduler
 	lastFire, missed, lead *prometheus.Desc
+	clockBehind            *prometheus.Desc
 }
 
 func newCollector(s *Scheduler) *collector {
@@ -22,6 +23,8 @@ func newCollector(s *Scheduler) *collector {
 			"Occurrences a schedule's catch-up policy dropped after downtime.", []string{"schedule"}, nil),
 		lead: prometheus.NewDesc("jobs_scheduler_leader",
 			"1 when this engine's scheduler holds the leader lease, else 0.", nil, nil),
+		clockBehind: prometheus.NewDesc("jobs_scheduler_clock_behind_total",
+			"Schedule watermarks this engine's scheduler found ahead of its clock, set by a round on a clock that ran ahead, and pulled back to now.", nil, nil),
 	}
 }
 
@@ -29,6 +32,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lastFire
 	ch <- c.missed
 	ch <- c.lead
+	ch <- c.clockBehind
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -37,6 +41,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		lead = 1
 	}
 	c.emit(ch, c.lead, prometheus.GaugeValue, lead)
+	c.emit(ch, c.clockBehind, prometheus.CounterValue, float64(c.s.clockBehind.Load()))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	infos, err := c.s.Inspect(ctx)

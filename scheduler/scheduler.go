@@ -23,6 +23,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +86,9 @@ type Scheduler struct {
 	done     chan struct{}
 	compiled map[string]*compiled // by checksum: a declaration is parsed once
 	refused  map[string]bool      // by checksum: a refusal is logged once, not every round
+
+	// clockBehind counts the watermarks this node pulled back (jobs.scheduler.clock-behind).
+	clockBehind atomic.Int64
 }
 
 // New returns a scheduler; Start runs it.
@@ -302,6 +306,9 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 		return nil
 	}
 	now := s.clock.Now()
+	if ahead := st.Watermark.Sub(now); ahead > s.aheadTolerance() {
+		return s.rewind(ctx, c, st, now, ahead)
+	}
 	p := walk(c.sched, c.Policy, c.MaxCatchUp, st.Watermark, watermarkOf(now))
 	if p.to.IsZero() {
 		return nil
@@ -338,6 +345,39 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 	}
 	s.log.Info("jobs.scheduler.fired", "schedule", c.Name, "occurrences", occs, "missed", p.missed,
 		"watermark", p.to.Format(time.RFC3339))
+	return nil
+}
+
+// aheadTolerance is how far ahead of this node's clock a watermark may be and still be trusted:
+// nodes' clocks disagree a little, and a watermark the previous leader left a few seconds ahead
+// is only that; walking it back would fire again what that leader fired. Past it, the watermark
+// was set by a clock that ran ahead: at least a minute, and at least the lease, the skew between
+// nodes the lease already has to absorb.
+func (s *Scheduler) aheadTolerance() time.Duration { return max(time.Minute, s.cfg.Lease) }
+
+// rewind pulls a watermark that is ahead of now by more than aheadTolerance back to now. A round
+// on a clock that jumped forward (a VM resumed with a stale clock, a bad NTP step) advanced it to
+// that clock's now; trusted, it would silence the schedule until real time caught up, up to the
+// size of the jump, on every node. Pulled back, the occurrences after the corrected now fire at
+// their time. Those the jumped round fired early are fired again at their time: a run of one
+// still live dedupes on the occurrence's key, a finished one runs again, as it should have run
+// then. The rewind is one fire that creates no runs, under the lease and from the watermark the
+// round read, so it is exactly-once like any fire.
+func (s *Scheduler) rewind(ctx context.Context, c *compiled, st store.ScheduleState, now time.Time, ahead time.Duration) error {
+	to := watermarkOf(now)
+	_, err := s.eng.FireSchedule(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
+		From: st.Watermark, To: to, Rewind: true})
+	switch {
+	case jobs.HasCode(err, jobs.CodeScheduleConflict):
+		s.log.Debug("jobs.scheduler.conflict", "schedule", c.Name, "err", err)
+		return nil
+	case err != nil:
+		return err
+	}
+	s.clockBehind.Add(1)
+	s.log.Warn("jobs.scheduler.clock-behind", "schedule", c.Name, "watermark", st.Watermark.UTC().Format(time.RFC3339),
+		"now", now.UTC().Format(time.RFC3339), "ahead", ahead.Round(time.Second).String(),
+		"reason", "a round on a clock that ran ahead set the watermark; it is pulled back to now")
 	return nil
 }
 

@@ -422,6 +422,9 @@ jobs_schedule_last_fire_timestamp_seconds{schedule="daily"} ` + jsonNumber(first
 # HELP jobs_scheduler_leader 1 when this engine's scheduler holds the leader lease, else 0.
 # TYPE jobs_scheduler_leader gauge
 jobs_scheduler_leader 1
+# HELP jobs_scheduler_clock_behind_total Schedule watermarks this engine's scheduler found ahead of its clock, set by a round on a clock that ran ahead, and pulled back to now.
+# TYPE jobs_scheduler_clock_behind_total counter
+jobs_scheduler_clock_behind_total 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)

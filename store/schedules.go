@@ -58,6 +58,10 @@ type ScheduleFireParams struct {
 	// Missed is added to the state's count.
 	Missed int64
 	Runs   []CreateRunParams
+	// Rewind lets To be before From, and only with no Runs: a leader pulls back a watermark a
+	// round on a clock that ran ahead left in the future, which would otherwise silence the
+	// schedule until real time caught up with it. Without it, a watermark never moves back.
+	Rewind bool
 }
 
 // Schedules is the store side of the cron scheduler: the leader's lease and each schedule's
@@ -107,9 +111,11 @@ func CheckFire(p ScheduleFireParams, leader Leader, leaderOK bool, st ScheduleSt
 	case !st.Watermark.Equal(p.From):
 		return jobs.Errorf(jobs.CodeScheduleConflict, "schedule %q: the watermark is %s, not %s (another leader fired it)",
 			p.Name, st.Watermark.UTC().Format(time.RFC3339Nano), p.From.UTC().Format(time.RFC3339Nano))
-	case p.To.Before(p.From):
+	case p.To.Before(p.From) && !p.Rewind:
 		return jobs.Errorf(jobs.CodeInvariant, "schedule %q: the watermark would move back from %s to %s",
 			p.Name, p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339))
+	case p.Rewind && len(p.Runs) > 0:
+		return jobs.Errorf(jobs.CodeInvariant, "schedule %q: a rewind of the watermark fires no runs", p.Name)
 	}
 	return nil
 }
