@@ -617,6 +617,8 @@ func TestMetrics(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
 	ctx := context.Background()
+	// A worker declares the queue: the gauges name only declared queues.
+	testenv.Declare(t, b.env.Engine, "w", testenv.Untyped("j", "payments"))
 	for _, k := range []string{"a", "b"} {
 		if _, err := b.env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "j", Key: k, NoTenant: true, Queue: "payments"}); err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	c.emit(ch, c.up, 1)
-	for _, q := range qs {
+	for _, q := range byLabel(c.eng, qs) {
 		c.emit(ch, c.depth, float64(q.Counts[store.StateReady]), q.Queue)
 		c.emit(ch, c.oldest, q.OldestReadySeconds, q.Queue)
 		c.emit(ch, c.dead, float64(q.Dead), q.Queue)
@@ -66,6 +66,32 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			c.emit(ch, c.runs, float64(q.Counts[st]), q.Queue, string(st))
 		}
 	}
+}
+
+// byLabel folds the queues into their labels (engine.QueueLabel): a declared queue keeps its own
+// series, and the queues no worker declares (with --allow-undeclared, any name an enqueue
+// brings) share engine.UndeclaredQueue, their runs summed and their oldest ready run the oldest
+// of all. The store lists every queue that has runs, so without it each made-up name would be
+// a scrape's series for as long as its runs are kept.
+func byLabel(eng *engine.Engine, qs []engine.QueueView) []engine.QueueView {
+	out := make([]engine.QueueView, 0, len(qs))
+	at := make(map[string]int, len(qs))
+	for _, q := range qs {
+		label := eng.QueueLabel(q.Queue)
+		i, ok := at[label]
+		if !ok {
+			at[label] = len(out)
+			out = append(out, engine.QueueView{Queue: label, Counts: map[store.State]int{}})
+			i = len(out) - 1
+		}
+		o := &out[i]
+		for st, n := range q.Counts {
+			o.Counts[st] += n
+		}
+		o.Dead += q.Dead
+		o.OldestReadySeconds = max(o.OldestReadySeconds, q.OldestReadySeconds)
+	}
+	return out
 }
 
 // emit sends one gauge. Collect runs on promhttp's goroutines, where a panic would end the

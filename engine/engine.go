@@ -206,6 +206,7 @@ func New(cfg Config) (*Engine, error) {
 		full: make(chan struct{}, 1), back: make(chan struct{}, 1),
 		creates: make(chan *createReq, 4096), metrics: newMetrics()}
 	e.retention = newRetention(cfg.Retention)
+	e.metrics.bind(e)
 	if cfg.Ledgers <= 0 {
 		cfg.Ledgers = 16384
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +26,8 @@ type metrics struct {
 	timerLag      prometheus.Histogram
 	commitUnknown prometheus.Counter
 	handedBack    *prometheus.CounterVec // flow.go
+	// queues tells the queues the manifest declares from every other name (queueLabels.label).
+	queues queueLabels
 }
 
 var engineSource = prometheus.Labels{"source": "engine"}
@@ -92,20 +96,22 @@ func (m *metrics) recorded(ms store.Mutation, run store.Run, arrived time.Time) 
 	if outcome == "" {
 		return
 	}
-	m.jobs.WithLabelValues(run.Queue, outcome).Inc()
+	q := m.queues.label(run.Queue)
+	m.jobs.WithLabelValues(q, outcome).Inc()
 	if run.State.Finished() {
-		m.runSeconds.WithLabelValues(run.Queue, outcome).Observe(ms.Now.Sub(run.CreatedAt).Seconds())
+		m.runSeconds.WithLabelValues(q, outcome).Observe(ms.Now.Sub(run.CreatedAt).Seconds())
 	}
 }
 
 func (m *metrics) cancelled(run store.Run) {
-	m.jobs.WithLabelValues(run.Queue, "cancelled").Inc()
-	m.runSeconds.WithLabelValues(run.Queue, "cancelled").Observe(run.FinishedAt.Sub(run.CreatedAt).Seconds())
+	q := m.queues.label(run.Queue)
+	m.jobs.WithLabelValues(q, "cancelled").Inc()
+	m.runSeconds.WithLabelValues(q, "cancelled").Observe(run.FinishedAt.Sub(run.CreatedAt).Seconds())
 }
 
 func (m *metrics) expired(ws []store.Woken) {
 	for _, w := range ws {
-		m.leasesLost.WithLabelValues(w.Queue).Inc()
+		m.leasesLost.WithLabelValues(m.queues.label(w.Queue)).Inc()
 	}
 }
 
@@ -114,9 +120,97 @@ func (m *metrics) expired(ws []store.Woken) {
 func (m *metrics) reclaimed(ws []store.Woken) (n int) {
 	for _, w := range ws {
 		if w.Reclaimed {
-			m.leasesLost.WithLabelValues(w.Queue).Inc()
+			m.leasesLost.WithLabelValues(m.queues.label(w.Queue)).Inc()
 			n++
 		}
 	}
 	return n
+}
+
+// UndeclaredQueue is the queue label of the engine's series, and of the API's queue gauges, for
+// every queue no worker's manifest declares. A queue label is a series of its own for the life of
+// the process, and with AllowUndeclared a caller names any queue in an enqueue: labelled as
+// named, a tenant's made-up queue names would each add series without bound. A declared queue is
+// named by a worker's manifest (the queues it polls, the queue each of its jobs runs on), which
+// only a worker's credential sends, so its labels stay as many as the deployment's queues; the
+// runs of all other queues share this one label, as unknown hand-back reasons share "other".
+const UndeclaredQueue = "undeclared"
+
+// queueLabels maps a queue name to its label: the name when the engine's copy of the manifest
+// (fleetView) declares it, UndeclaredQueue otherwise. The names are kept in a set built from that
+// copy and swapped atomically, so a label of a declared queue, which is every run a worker
+// claimed, costs a map read: no lock, no allocation, no store read. A name missing from the set
+// asks fleetView (its cached copy, read from the store at most every fleetMaxAge) and builds the
+// set again when the copy changed: a queue declared since the set was built is labelled by name
+// from then on, and a made-up name (a run nobody could claim, cancelled, or a queue listed at a
+// scrape) costs a look at the cached copy.
+type queueLabels struct {
+	// view is the engine's fleetView (bind); without it every name is UndeclaredQueue.
+	view func(ctx context.Context, miss bool) (*fleet, error)
+	set  atomic.Pointer[declaredQueues]
+}
+
+// declaredQueues is the set of the queues one copy of the manifest declares.
+type declaredQueues struct {
+	from  *fleet
+	names map[string]struct{}
+}
+
+// bind lets the metrics label declared queues by name (queueLabels); New calls it.
+func (m *metrics) bind(e *Engine) { m.queues.view = e.fleetView }
+
+// QueueLabel returns the label the engine's series give queue: queue itself when a worker's
+// manifest declares it, UndeclaredQueue otherwise. Collectors of per-queue series (the API's
+// queue gauges) label with it, so that a scrape lists no more queues than the deployment has.
+func (e *Engine) QueueLabel(queue string) string { return e.metrics.queues.label(queue) }
+
+func (q *queueLabels) label(name string) string {
+	if s := q.set.Load(); s != nil {
+		if _, ok := s.names[name]; ok {
+			return name
+		}
+	}
+	return q.miss(name)
+}
+
+// miss labels a name the set lacks: it may have been declared since the set was built.
+func (q *queueLabels) miss(name string) string {
+	if q.view == nil {
+		return UndeclaredQueue
+	}
+	// The store read this may make is fleetView's own (at most every fleetMaxAge); the timeout
+	// bounds what it adds to a cancel or a record when the store is slow.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	f, err := q.view(ctx, false)
+	cancel()
+	if err != nil {
+		return UndeclaredQueue
+	}
+	if _, ok := q.of(f).names[name]; ok {
+		return name
+	}
+	return UndeclaredQueue
+}
+
+// of returns the set of the queues f declares, built once per copy of the manifest.
+func (q *queueLabels) of(f *fleet) *declaredQueues {
+	old := q.set.Load()
+	if old != nil && old.from == f {
+		return old
+	}
+	s := &declaredQueues{from: f, names: map[string]struct{}{}}
+	for _, w := range f.workers {
+		for _, name := range w.Queues {
+			s.names[name] = struct{}{}
+		}
+	}
+	for _, ds := range f.jobs {
+		for _, d := range ds {
+			s.names[d.cfg.Queue] = struct{}{}
+		}
+	}
+	// A set built from an older copy by a concurrent miss may land instead: the next miss of a
+	// name only the newer copy declares builds it again.
+	q.set.CompareAndSwap(old, s)
+	return s
 }

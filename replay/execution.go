@@ -479,7 +479,13 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	ctx, span := e.startStep(c, name)
 	e.steppingName = name
 	e.stepping.Store(true)
-	out, err := e.runStep(ctx, name, fn)
+	var out []byte
+	var err error
+	if span == nil {
+		out, err = e.runStep(ctx, name, fn)
+	} else {
+		out, err = e.runStepTraced(ctx, span, name, fn)
+	}
 	e.stepping.Store(false)
 	if err != nil {
 		endStep(span, err)
@@ -495,6 +501,28 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	}
 	endStep(span, nil)
 	return out, nil
+}
+
+// runStepTraced is runStep for a step with a span: a panic from fn (in line, or carried from the
+// StepTimeout's goroutine) ends the span with the panic as its error, or the trace would lack
+// the very step that failed, and then goes on as it would untraced. Apart from runStep so that
+// an untraced step has no deferred call.
+func (e *Execution) runStepTraced(ctx context.Context, span trace.Span, name string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		v := recover()
+		endStepPanicked(span, recovered(name, v))
+		if v != nil {
+			panic(v)
+		}
+		// nil: fn called runtime.Goexit, which goes on by itself.
+	}()
+	out, err := e.runStep(ctx, name, fn)
+	returned = true
+	return out, err
 }
 
 // runStep runs fn under the job's step timeout: at the deadline fn's context is cancelled and

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -67,6 +68,14 @@ func endStep(span trace.Span, err error) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
+	span.End()
+}
+
+// endStepPanicked ends the span of a step whose function panicked: the error recorded is the
+// panic with the stack it happened on, the status says which step panicked with what.
+func endStepPanicked(span trace.Span, p *stepPanic) {
+	span.RecordError(p)
+	span.SetStatus(codes.Error, fmt.Sprintf("step %q panicked: %v", p.step, p.value))
 	span.End()
 }
 

@@ -1,6 +1,9 @@
 package worker
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ultimat3/jobs"
@@ -17,7 +20,13 @@ type metrics struct {
 	handedBack *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) metrics {
+// registerMetrics makes the worker's metrics and registers them with reg (none when nil). A
+// second worker or host of the process on the same registry (two of them, or one started again
+// after a Stop) finds its collectors already there and counts into those: the series are the
+// process's, as the engine's are for every API server that serves them. Any other refusal (a
+// series of the same name registered with another help or other labels) is an error, not a
+// panic in worker.New, and leaves reg as it was.
+func registerMetrics(reg prometheus.Registerer) (metrics, error) {
 	m := metrics{
 		// Named and described as the engine's, labelled source="worker": one process may serve
 		// both from one registry.
@@ -32,10 +41,50 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		handedBack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricClaimsHandedBack,
 			Help: jobs.MetricClaimsHandedBackHelp, ConstLabels: workerSource}, []string{"queue", "reason"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.leasesLost, m.jobsTotal, m.resumed, m.replayed, m.handedBack)
+	if reg == nil {
+		return m, nil
 	}
-	return m
+	var added []prometheus.Collector
+	err := register(reg, &m.leasesLost, &added)
+	if err == nil {
+		err = register(reg, &m.jobsTotal, &added)
+	}
+	if err == nil {
+		err = register(reg, &m.resumed, &added)
+	}
+	if err == nil {
+		err = register(reg, &m.replayed, &added)
+	}
+	if err == nil {
+		err = register(reg, &m.handedBack, &added)
+	}
+	if err != nil {
+		for _, c := range added {
+			reg.Unregister(c)
+		}
+		return metrics{}, jobs.Wrap(jobs.CodeInvariant, err, "worker: register the metrics")
+	}
+	return m, nil
+}
+
+// register registers *c with reg, or points *c at the collector already registered in its place,
+// and appends to added what it registered.
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C, added *[]prometheus.Collector) error {
+	err := reg.Register(*c)
+	if err == nil {
+		*added = append(*added, *c)
+		return nil
+	}
+	var already prometheus.AlreadyRegisteredError
+	if !errors.As(err, &already) {
+		return err
+	}
+	existing, ok := already.ExistingCollector.(C)
+	if !ok {
+		return fmt.Errorf("a %T is registered in place of the worker's %T", already.ExistingCollector, *c)
+	}
+	*c = existing
+	return nil
 }
 
 func (m metrics) done(queue, outcome string) { m.jobsTotal.WithLabelValues(queue, outcome).Inc() }

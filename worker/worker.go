@@ -188,8 +188,12 @@ func New(cfg Config) (*Worker, error) {
 	if defaultBase {
 		cfg.BaseContext = context.Background
 	}
+	m, err := registerMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{cfg: cfg, fe: cfg.Frontend, log: cfg.Logger.With("worker", cfg.ID), clock: cfg.Clock,
-		leases: map[heldKey]*held{}, metrics: newMetrics(cfg.Registerer), hbKick: make(chan struct{}, 1),
+		leases: map[heldKey]*held{}, metrics: m, hbKick: make(chan struct{}, 1),
 		bodies:       make(chan func()),
 		manifestKick: make(chan struct{}, 1), lim: newLimiter(cfg.Limits, cfg.Clock)}
 	w.fe = &declaring{Frontend: cfg.Frontend, w: w}
