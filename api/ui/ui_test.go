@@ -251,13 +251,18 @@ func TestLongHistoryIsCapped(t *testing.T) {
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("poll: %v %v", tasks, err)
 	}
-	var cmds []frontend.Command
-	for i := range 1200 {
-		cmds = append(cmds, frontend.Command{Kind: frontend.CmdStep, Name: fmt.Sprintf("s%04d", i)})
-	}
-	if _, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w", LeaseToken: tasks[0].LeaseToken,
-		AfterSeq: tasks[0].LastSeq, Commands: cmds}); err != nil {
-		t.Fatal(err)
+	seq := tasks[0].LastSeq
+	for from := 0; from < 1200; from += 400 { // records of 400 steps: a record carries at most frontend.MaxRecordCommands
+		var cmds []frontend.Command
+		for i := from; i < from+400; i++ {
+			cmds = append(cmds, frontend.Command{Kind: frontend.CmdStep, Name: fmt.Sprintf("s%04d", i)})
+		}
+		resp, err := env.Engine.Record(ctx, frontend.RecordRequest{RunID: res.RunID, Fence: tasks[0].Fence, WorkerID: "w", LeaseToken: tasks[0].LeaseToken,
+			AfterSeq: seq, Commands: cmds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = resp.LastSeq
 	}
 	b := newBrowser(t, serve(t, env, ""))
 	st, body := b.get("/_x/runs/" + res.RunID)
