@@ -28,6 +28,34 @@ func claimRound(t *testing.T, s store.Store, limit int, rot *map[string]string) 
 }
 
 var flowTests = []test{
+	{"MixedCaseTenantsRotateEvenly", func(t *testing.T, s store.Store) {
+		// The engine keeps the rotation in Go's byte order (store.NextRotation), where "B" comes
+		// before "a"; a store that walked tenants in another order (a database collation that is
+		// not bytewise) settled into a cycle serving some tenants twice as often as others.
+		tenants := []string{"a", "B", "c", "D"}
+		n := 0
+		var ps []store.CreateRunParams
+		for range 20 {
+			for _, tn := range tenants {
+				n++
+				ps = append(ps, flowRun(n, tn, time.Duration(n)*time.Millisecond, 0))
+			}
+		}
+		create(t, s, ps...)
+		rot := map[string]string{}
+		count := map[string]int{}
+		for range 24 {
+			for _, r := range claimRound(t, s, 2, &rot) {
+				count[r.Tenant]++
+			}
+		}
+		for _, tn := range tenants {
+			if count[tn] != 12 {
+				t.Fatalf("claims per tenant %v; want 12 each of 48 (two a round, in turn)", count)
+			}
+		}
+	}},
+
 	{"HigherPriorityFirstAndKept", func(t *testing.T, s store.Store) {
 		create(t, s,
 			flowRun(1, "a", 1*time.Millisecond, 0),

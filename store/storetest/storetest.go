@@ -30,7 +30,11 @@ import (
 // isolated from every other (subtests run in parallel). open owns the store's lifetime: it closes
 // the store in a t.Cleanup, where a backend also drops what it made for the test (a schema), so
 // Close runs once per subtest, checked by the backend that knows what it releases.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store) { RunGroups(t, open) }
+
+// RunGroups runs the named groups of the suite (every group when none is named): a backend
+// checked again under another setting (a database collation, say) runs the groups it concerns.
+func RunGroups(t *testing.T, open func(t *testing.T) store.Store, names ...string) {
 	groups := []struct {
 		name  string
 		tests []test
@@ -63,6 +67,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RateLimits", rateTests},
 	}
 	for _, g := range groups {
+		if len(names) > 0 && !slices.Contains(names, g.name) {
+			continue
+		}
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range g.tests {
