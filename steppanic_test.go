@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/store/memory"
@@ -78,5 +79,66 @@ func TestStepPanicFailsTheAttemptOnEveryGoroutine(t *testing.T) {
 				t.Fatalf("result %d (%v) after %d calls, attempt %d; want 7 on the second", out, err, calls.Load(), run.Attempt)
 			}
 		})
+	}
+}
+
+// A body that recovers a step's panic carries on as after a failed step: its next durable call is
+// not refused as a call inside a step (X_STEP_NESTED), and it may try the same step again, which
+// is recorded once. The execution used to keep believing it was inside the step, with the step's
+// name taken.
+func TestABodyThatRecoversAStepPanicCarriesOn(t *testing.T) {
+	t.Parallel()
+	for _, timeout := range []time.Duration{0, time.Minute} { // in line, and on the step's own goroutine
+		var calls atomic.Int32
+		opts := []jobs.Option{jobs.Retry(jobs.RetryPolicy{Attempts: 1})}
+		if timeout > 0 {
+			opts = append(opts, jobs.StepTimeout(timeout))
+		}
+		j := jobs.MustDefine("recovers", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				try := func() (n int, err error) {
+					defer func() {
+						if r := recover(); r != nil {
+							err = jobs.Errorf("X_TRIED", "recovered: %v", r)
+						}
+					}()
+					return jobs.Step(c, "flaky", func(context.Context) (int, error) {
+						if calls.Add(1) == 1 {
+							panicInStep()
+						}
+						return 7, nil
+					})
+				}
+				if _, err := try(); err == nil {
+					return 0, jobs.Errorf("X_TEST", "the first try did not panic")
+				}
+				n, err := try()
+				if err != nil {
+					return 0, err
+				}
+				if _, err := jobs.Step(c, "after", func(context.Context) (int, error) { return 1, nil }); err != nil {
+					return 0, err
+				}
+				return n, nil
+			}, opts...)
+		env := testenv.Start(t, testenv.Options{Store: memory.New()})
+		env.Worker(worker.Config{}, j)
+		res, err := j.Enqueue(t.Context(), env.Engine, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := env.Await(res.RunID, store.StateCompleted, store.StateFailed)
+		if run.State != store.StateCompleted {
+			t.Fatalf("timeout %s: the run %s: %s %s", timeout, run.State, run.ErrorCode, run.Error)
+		}
+		steps := 0
+		for _, ev := range env.History(res.RunID) {
+			if ev.Kind == history.KindStepCompleted {
+				steps++
+			}
+		}
+		if steps != 2 {
+			t.Fatalf("timeout %s: %d steps recorded; want flaky once and after", timeout, steps)
+		}
 	}
 }

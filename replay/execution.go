@@ -479,6 +479,17 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	ctx, span := e.startStep(c, name)
 	e.steppingName = name
 	e.stepping.Store(true)
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked, and the panic goes on to the body. A body that recovers it carries on
+			// as after a failed step: no longer inside a step (its next durable call is not
+			// refused as nested), and the step's name and place free for a try again.
+			e.stepping.Store(false)
+			e.undo(name)
+			e.failedStep = name
+		}
+	}()
 	var out []byte
 	var err error
 	if span == nil {
@@ -486,6 +497,7 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	} else {
 		out, err = e.runStepTraced(ctx, span, name, fn)
 	}
+	returned = true
 	e.stepping.Store(false)
 	if err != nil {
 		endStep(span, err)
