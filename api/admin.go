@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/paging"
@@ -185,6 +186,14 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.eng.InspectRun(r.Context(), id)
 	if err != nil {
 		return err
+	}
+	if t := credentialOf(r).Tenant; t != "" {
+		// The run is this tenant's (authorize); its links to another tenant's runs are not.
+		scoped := v.Family.Scoped(t)
+		if v.Family.Parent != nil && scoped.Parent == nil && strings.HasPrefix(v.EnqueuedBy, "run:") {
+			v.EnqueuedBy = "run" // started by a run this credential may not see
+		}
+		v.Family = scoped
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil

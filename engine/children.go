@@ -212,6 +212,26 @@ type ChildView struct {
 	Job       string      `json:"job,omitempty"`
 	State     store.State `json:"state,omitempty"`
 	CreatedAt time.Time   `json:"createdAt"`
+	// tenant is the linked run's tenant ("" for none), for Scoped; unknown (the run deleted)
+	// reads as the empty tenant's.
+	tenant string
+}
+
+// Scoped is f as a credential scoped to tenant may see it: only the links to that tenant's runs.
+// A parent may start a child for another tenant (a child's tenant is its own input's), and the
+// link shows the other run's id, job and live state, which that tenant's credential is otherwise
+// not shown ("not found").
+func (f Family) Scoped(tenant string) Family {
+	var out Family
+	if f.Parent != nil && f.Parent.tenant == tenant {
+		out.Parent = f.Parent
+	}
+	for _, c := range f.Children {
+		if c.tenant == tenant {
+			out.Children = append(out.Children, c)
+		}
+	}
+	return out
 }
 
 // family reads a run's links; the children's job and state come from their rows.
@@ -224,7 +244,7 @@ func (e *Engine) family(ctx context.Context, runID string) (Family, error) {
 	if ok {
 		v := ChildView{ParentID: l.ParentID, RunID: l.ChildID, Name: l.Name, Detached: l.Detached, CreatedAt: l.CreatedAt}
 		if p, err := e.store.RunGet(ctx, l.ParentID); err == nil {
-			v.Job, v.State = p.Job, p.State
+			v.Job, v.State, v.tenant = p.Job, p.State, p.Tenant
 		}
 		f.Parent = &v
 	}
@@ -235,7 +255,7 @@ func (e *Engine) family(ctx context.Context, runID string) (Family, error) {
 	for _, k := range kids {
 		v := ChildView{ParentID: k.ParentID, RunID: k.ChildID, Name: k.Name, Detached: k.Detached, CreatedAt: k.CreatedAt}
 		if c, err := e.store.RunGet(ctx, k.ChildID); err == nil {
-			v.Job, v.State = c.Job, c.State
+			v.Job, v.State, v.tenant = c.Job, c.State, c.Tenant
 		}
 		f.Children = append(f.Children, v)
 	}
