@@ -18,10 +18,6 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 	var zero T
 	// One variable for what the closure sets, so capturing it costs one allocation, not two: a
 	// replay calls Step once per recorded step.
-	var got struct {
-		live T
-		ran  bool
-	}
 	rt, err := c.runtime("step", name)
 	if err != nil {
 		return zero, err
@@ -31,21 +27,15 @@ func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (
 		if err != nil {
 			return nil, err
 		}
-		enc, err := Encode(v)
-		if err != nil {
-			return nil, err
-		}
-		got.live, got.ran = v, true
-		return enc, nil
+		return Encode(v)
 	})
 	if err != nil {
 		return zero, err
 	}
-	if got.ran {
-		// The value fn returned, not its decoded copy: identical for data, and it keeps
-		// whatever msgpack cannot carry for the rest of this execution.
-		return got.live, nil
-	}
+	// The recorded value, decoded, live as on every replay: the value fn returned is not always
+	// the one its record gives back (a time in another zone, an int in an interface read back
+	// as int8, a field msgpack does not carry), and a body that saw one live and the other on
+	// replay computed different things, or named a later step differently and blocked.
 	var v T
 	if err := Decode(out, &v); err != nil {
 		return zero, err

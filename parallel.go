@@ -60,8 +60,6 @@ type Parallel interface {
 type Future[T any] struct {
 	name string
 	p    *Promise
-	live T
-	ran  bool
 }
 
 // Go starts the durable step name running fn beside the body, and returns at once. Like Step it
@@ -81,14 +79,7 @@ func Go[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) *Fu
 		if err != nil {
 			return nil, err
 		}
-		enc, err := Encode(v)
-		if err != nil {
-			return nil, err
-		}
-		// Written before the promise is settled (which happens after the record), read after
-		// Done: the channel orders them.
-		f.live, f.ran = v, true
-		return enc, nil
+		return Encode(v)
 	})
 	return f
 }
@@ -108,9 +99,7 @@ func (f *Future[T]) Await(c *Ctx) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	if f.ran {
-		return f.live, nil
-	}
+	// The recorded value, decoded, live as on replay (see Step).
 	var v T
 	if err := Decode(out, &v); err != nil {
 		return zero, err
