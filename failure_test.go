@@ -436,3 +436,58 @@ func TestAnErrorWithNULOrBadBytesFailsItsRun(t *testing.T) {
 		}
 	})
 }
+
+// A retry from a step that only an earlier retry discarded is refused (X_STEP_NOT_FOUND): the
+// step is not in the run's effective history. It was taken from the discarded part, and the
+// retry then discarded what had been recorded since, re-running a step that still stood.
+func TestRetryFromADiscardedStepIsRefused(t *testing.T) {
+	t.Parallel()
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var a, b, c, d atomic.Int32
+		failB, failD := atomic.Bool{}, atomic.Bool{}
+		failD.Store(true)
+		j := jobs.MustDefine("four", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (int, error) {
+				step := func(name string, n *atomic.Int32, fail *atomic.Bool) error {
+					_, err := jobs.Step(ctx, name, func(context.Context) (int, error) {
+						n.Add(1)
+						if fail != nil && fail.Load() {
+							return 0, jobs.Errorf(codeInvoiceRejected, "%s failed", name)
+						}
+						return 1, nil
+					})
+					return err
+				}
+				for _, s := range []struct {
+					name string
+					n    *atomic.Int32
+					fail *atomic.Bool
+				}{{"a", &a, nil}, {"b", &b, &failB}, {"c", &c, nil}, {"d", &d, &failD}} {
+					if err := step(s.name, s.n, s.fail); err != nil {
+						return 0, err
+					}
+				}
+				return 4, nil
+			}, jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		env.Await(id, store.StateFailed) // a, b, c recorded; d failed
+		failB.Store(true)
+		if _, err := env.Engine.Retry(t.Context(), engine.RetryRequest{RunID: id, FromStep: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		env.Await(id, store.StateFailed) // a recorded again; b failed; the old b and c discarded
+		if _, err := env.Engine.Retry(t.Context(), engine.RetryRequest{RunID: id, FromStep: "c"}); !jobs.HasCode(err, jobs.CodeStepNotFound) {
+			t.Fatalf("retry from c, which the first retry discarded: %v; want X_STEP_NOT_FOUND", err)
+		}
+		failB.Store(false)
+		failD.Store(false)
+		if _, err := env.Engine.Retry(t.Context(), engine.RetryRequest{RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+		env.Await(id, store.StateCompleted)
+		if a.Load() != 2 {
+			t.Fatalf("a ran %d times; want 2 (once, then again after the retry from it)", a.Load())
+		}
+	})
+}

@@ -474,10 +474,24 @@ func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error)
 		if err != nil {
 			return store.Run{}, err
 		}
-		// The newest completion of that step in the effective history.
+		// The newest completion of that step in the effective history: a completion an earlier
+		// retry discarded (recorded at or after its FromSeq) is not one, as the replay's fold does
+		// not count it. Found among them, the retry discarded what was recorded since, steps that
+		// still stood included, and ran them again.
 		for _, ev2 := range events {
-			if ev2.Kind == history.KindStepCompleted && ev2.Name == req.FromStep {
-				ev.FromSeq = ev2.Seq
+			switch ev2.Kind {
+			case history.KindStepCompleted:
+				if ev2.Name == req.FromStep {
+					ev.FromSeq = ev2.Seq
+				}
+			case history.KindRunRetried:
+				p, err := ev2.Decode()
+				if err != nil {
+					return store.Run{}, err
+				}
+				if from := p.(history.RunRetried).FromSeq; from > 0 && ev.FromSeq >= from {
+					ev.FromSeq = 0
+				}
 			}
 		}
 		if ev.FromSeq == 0 {
