@@ -13,6 +13,7 @@ import (
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/replay"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
@@ -217,4 +218,48 @@ func mustEnc(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A step the history records as a plain Step, which the code now starts with jobs.Go, blocks the
+// run with X_REPLAY_DIVERGED before anything runs, and replay.Check reports it: run live, the
+// step's function ran a second time (a charge twice), its record was refused as a duplicate and
+// the run failed for good, and the deploy check passed the change.
+func TestAStepNowStartedWithGoDiverges(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	var charged atomic.Int32
+	charge := func(context.Context) (int, error) { charged.Add(1); return 1, nil }
+	define := func(parallel bool) *jobs.Job[int, int] {
+		return jobs.MustDefine("pay", func(int) string { return "k" }, jobs.NoTenant[int](),
+			func(c *jobs.Ctx, in int) (int, error) {
+				var v int
+				var err error
+				if parallel {
+					v, err = jobs.Go(c, "charge", charge).Await(c)
+				} else {
+					v, err = jobs.Step(c, "charge", charge)
+				}
+				if err != nil {
+					return 0, err
+				}
+				return v, jobs.Sleep(c, "settle", time.Hour)
+			}, jobs.Retry(jobs.RetryPolicy{Attempts: 3}))
+	}
+	old, newer := define(false), define(true)
+	w := env.Worker(worker.Config{StickyRuns: -1}, old)
+	res, err := old.Enqueue(t.Context(), env.Engine, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Await(res.RunID, store.StateSuspended)
+	_ = w.Stop(context.Background())
+	if err := replay.Check(t.Context(), newer, env.History(res.RunID)); !jobs.HasCode(err, jobs.CodeReplayDiverged) {
+		t.Fatalf("replay.Check of the new code: %v; want X_REPLAY_DIVERGED", err)
+	}
+	env.Worker(worker.Config{StickyRuns: -1}, newer)
+	env.Advance(time.Hour)
+	run := env.Await(res.RunID, store.StateBlocked, store.StateFailed)
+	if run.State != store.StateBlocked || run.ErrorCode != string(jobs.CodeReplayDiverged) || charged.Load() != 1 {
+		t.Fatalf("the run is %s (%s %s), charged %d times; want blocked, X_REPLAY_DIVERGED, charged once", run.State, run.ErrorCode, run.Error, charged.Load())
+	}
 }

@@ -52,6 +52,17 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		p.Settle(rec.output, rec.seq, nil)
 		return p
 	}
+	if i := e.recordedAhead(name); i >= 0 {
+		// The history records the name as a sequential call the body has not reached: the code
+		// now starts it with jobs.Go. Run live, its function ran again (a charge twice) and its
+		// record was then refused as a duplicate, failing the run for good; and a check replay
+		// passed the change. It is the mirror of begin's check of a parallel step now called
+		// as a step.
+		got := e.cs.list[i]
+		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
+			"run %s: the history records %s (seq %d), the code now starts it with jobs.Go",
+			e.cfg.Info.RunID, got, got.seq)})
+	}
 	if e.rec == nil {
 		e.endOfHistory(call{kind: kindStep, name: name})
 	}
@@ -157,4 +168,17 @@ func (e *Execution) unclaimedFuture() string {
 		}
 	}
 	return ""
+}
+
+// recordedAhead returns the index of a sequential call named name that the history records and
+// the body has not reached yet, or -1.
+func (e *Execution) recordedAhead(name string) int {
+	e.csMu.Lock()
+	defer e.csMu.Unlock()
+	for i := e.pos; i < len(e.cs.list); i++ {
+		if e.cs.list[i].name == name {
+			return i
+		}
+	}
+	return -1
 }
