@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/ultimat3/jobs/internal/msgp"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -77,6 +79,9 @@ func Load(r io.Reader) ([]Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("history: line %d: data: %w", n, err)
 		}
+		if err := checkData(data); err != nil {
+			return nil, fmt.Errorf("history: line %d: data: %w", n, err)
+		}
 		if len(out) > 0 && l.Seq != out[len(out)-1].Seq+1 {
 			return nil, fmt.Errorf("history: line %d: seq %d follows %d; a history is contiguous", n, l.Seq, out[len(out)-1].Seq)
 		}
@@ -142,4 +147,40 @@ func TableWith(w io.Writer, events []Event, open Opener) error {
 			termtext.Cell(e.Name, 40), termtext.Cell(detail, 100))
 	}
 	return tw.Flush()
+}
+
+// checkData refuses an event's data that is not one well-formed msgpack value whose every length
+// fits the bytes present, nor the msgpack values it carries as bytes (an input, an output, a
+// payload; a codec's envelope is left to its codec). A decoder makes what a length claims before
+// it reads it: an 84-byte line of a hand-edited or truncated dump whose input claimed 4 GiB made
+// a test that loaded it allocate that much, or die out of memory. What the engine stores went
+// through the same check on the way in; a dump is a file anyone may have touched.
+func checkData(data []byte) error {
+	if err := wellFormed(data); err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		if b, ok := v.([]byte); ok && len(b) > 0 && !codec.IsEnvelope(b) {
+			if err := wellFormed(b); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// wellFormed reports whether b is exactly one msgpack value whose lengths fit b.
+func wellFormed(b []byte) error {
+	r := msgp.NewReader(b)
+	if err := r.Skip(0); err != nil {
+		return errors.New("not one well-formed msgpack value (a length past its bytes, or nested too deep)")
+	}
+	if !r.Done() {
+		return errors.New("bytes after its msgpack value")
+	}
+	return nil
 }

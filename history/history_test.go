@@ -2,7 +2,10 @@ package history
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -129,4 +132,33 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A dump line whose data claims more bytes than it holds is refused by Load, before anything is
+// made for it: an 84-byte line whose input claimed 4 GiB made a test that loaded it allocate that
+// much (or die out of memory on a small runner) when the event was decoded. So is a well-formed
+// event carrying such a value as its input.
+func TestLoadRefusesLengthsPastTheirBytes(t *testing.T) {
+	bin32 := []byte{0xc6, 0xff, 0xff, 0xff, 0xff} // bin 32 of 4 GiB, with no bytes after it
+	inner, err := msgpack.Marshal(map[string]any{"input": bin32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"the event's own data":  append([]byte("\x81\xa5input"), bin32...),
+		"the input it carries":  inner,
+		"bytes after the value": append(inner, 0xc0),
+	} {
+		line := fmt.Sprintf(`{"seq":1,"kind":"RunStarted","at":"2026-01-05T09:00:00Z","data":%q}`+"\n", base64.StdEncoding.EncodeToString(data))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Load(strings.NewReader(line))
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Fatalf("%s: Load: %v; want the line refused", name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Fatalf("%s: Load allocated %d bytes to refuse an 84-byte line", name, grew)
+		}
+	}
 }
