@@ -24,6 +24,8 @@ type ShipmentInput struct {
 type Quote struct {
 	Carrier string `json:"carrier"`
 	Cents   int    `json:"cents"`
+	// Refused is why the carrier gave no quote ("" when it did): recorded with the step.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Shipment is the chosen quote and its printed label.
@@ -81,15 +83,28 @@ func ship(c *jobs.Ctx, in ShipmentInput) (Shipment, error) {
 func shipVia(c *jobs.Ctx, in ShipmentInput, carriers []string) (Shipment, error) {
 	quotes := make([]*jobs.Future[Quote], len(carriers))
 	for i, name := range carriers {
-		quotes[i] = jobs.Go(c, "quote:"+name, func(ctx context.Context) (Quote, error) { return QuoteFor(name, in.Grams) })
+		quotes[i] = jobs.Go(c, "quote:"+name, func(ctx context.Context) (Quote, error) {
+			q, err := QuoteFor(name, in.Grams)
+			if err != nil {
+				// The body goes on past a refusal, and it decides the label below: so it is a
+				// result, recorded like a price. A failed step is not recorded, and a replay
+				// would ask the carrier again, might get a price this time, and print a label
+				// for another carrier than the run it replays chose.
+				return Quote{Carrier: name, Refused: err.Error()}, nil
+			}
+			return q, nil
+		})
 	}
-	// A carrier that fails to quote is skipped: its error is this body's to handle.
+	// A carrier that refuses to quote is skipped.
 	var best Shipment
 	var errs []error
 	for _, f := range quotes {
 		q, err := f.Await(c)
 		if err != nil {
-			errs = append(errs, err)
+			return Shipment{}, err // the step itself failed (the run was cancelled, say)
+		}
+		if q.Refused != "" {
+			errs = append(errs, errors.New(q.Refused))
 			continue
 		}
 		best.Quotes++
