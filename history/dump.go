@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/ultimat3/jobs/internal/msgp"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,6 +55,16 @@ func DumpWith(w io.Writer, events []Event, open Opener) error {
 		}
 	}
 	return nil
+}
+
+// LoadFile is Load of a dump file (`engine history dump ID > file`).
+func LoadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Load(f)
 }
 
 // Load reads events written by Dump. It checks that seqs are contiguous from the first one.

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"os"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
@@ -53,12 +52,7 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 
 // CheckFile is Check over a dump file written by `engine history dump ID`.
 func CheckFile(ctx context.Context, def jobs.Definition, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	events, err := history.Load(f)
+	events, err := history.LoadFile(path)
 	if err != nil {
 		return err
 	}

@@ -322,14 +322,9 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 		}
 		runs[i] = run
 	}
-	res, err := s.eng.FireSchedule(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
+	res, ok, err := s.fireOnce(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
 		From: st.Watermark, To: p.to, LastFire: p.fire[len(p.fire)-1], Missed: p.missed, Runs: runs})
-	switch {
-	case jobs.HasCode(err, jobs.CodeScheduleConflict):
-		// Paused or fired meanwhile: the next round reads the new state.
-		s.log.Debug("jobs.scheduler.conflict", "schedule", c.Name, "err", err)
-		return nil
-	case err != nil:
+	if !ok {
 		return err
 	}
 	occs := make([]string, len(p.fire))
@@ -346,6 +341,20 @@ func (s *Scheduler) dispatch(ctx context.Context, c *compiled, st store.Schedule
 	s.log.Info("jobs.scheduler.fired", "schedule", c.Name, "occurrences", occs, "missed", p.missed,
 		"watermark", p.to.Format(time.RFC3339))
 	return nil
+}
+
+// fireOnce commits one fire of p. ok is false when it did not: with err nil when the schedule was
+// paused or fired meanwhile (the next round reads the new state), else with the error.
+func (s *Scheduler) fireOnce(ctx context.Context, p store.ScheduleFireParams) (res []store.CreateRunResult, ok bool, err error) {
+	res, err = s.eng.FireSchedule(ctx, p)
+	switch {
+	case jobs.HasCode(err, jobs.CodeScheduleConflict):
+		s.log.Debug("jobs.scheduler.conflict", "schedule", p.Name, "err", err)
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return res, true, nil
 }
 
 // aheadTolerance is how far ahead of this node's clock a watermark may be and still be trusted:
@@ -365,13 +374,8 @@ func (s *Scheduler) aheadTolerance() time.Duration { return max(time.Minute, s.c
 // round read, so it is exactly-once like any fire.
 func (s *Scheduler) rewind(ctx context.Context, c *compiled, st store.ScheduleState, now time.Time, ahead time.Duration) error {
 	to := watermarkOf(now)
-	_, err := s.eng.FireSchedule(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
-		From: st.Watermark, To: to, Rewind: true})
-	switch {
-	case jobs.HasCode(err, jobs.CodeScheduleConflict):
-		s.log.Debug("jobs.scheduler.conflict", "schedule", c.Name, "err", err)
-		return nil
-	case err != nil:
+	if _, ok, err := s.fireOnce(ctx, store.ScheduleFireParams{Name: c.Name, Role: Role, Holder: s.cfg.ID, Now: now,
+		From: st.Watermark, To: to, Rewind: true}); !ok {
 		return err
 	}
 	s.clockBehind.Add(1)

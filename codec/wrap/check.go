@@ -2,7 +2,6 @@ package wrap
 
 import (
 	"context"
-	"os"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/codec"
@@ -26,12 +25,7 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event, set
 
 // CheckFile is Check over a dump file written by `engine history dump ID`.
 func CheckFile(ctx context.Context, def jobs.Definition, path string, set *codec.Set) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	events, err := history.Load(f)
+	events, err := history.LoadFile(path)
 	if err != nil {
 		return err
 	}
