@@ -18,6 +18,7 @@ import (
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
@@ -490,4 +491,50 @@ func TestRetryFromADiscardedStepIsRefused(t *testing.T) {
 			t.Fatalf("a ran %d times; want 2 (once, then again after the retry from it)", a.Load())
 		}
 	})
+}
+
+// A heartbeat that answers a lease with a code of a transient failure (the engine's store failed
+// on the run's slot, say) does not abort the run: its lease is not lost, and the next renewal
+// tries again. The worker took any code but a cancel or a lost slot as a refusal, so one slow
+// store write aborted a run whose lease was fine.
+func TestATransientRenewalFailureKeepsTheRun(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	release := make(chan struct{})
+	var failed atomic.Int32
+	j := jobs.MustDefine("steady", func(int) string { return "k" }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, in int) (int, error) {
+			select {
+			case <-release:
+			case <-c.Done():
+				return 0, context.Cause(c)
+			}
+			return in, nil
+		})
+	fe := &recordingFrontend{Frontend: env.Engine}
+	fe.onHeartbeat = func(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error, bool) {
+		if len(req.Leases) == 0 || failed.Load() >= 3 {
+			return frontend.HeartbeatResponse{}, nil, false
+		}
+		failed.Add(1)
+		codes := make([]string, len(req.Leases))
+		for i := range codes {
+			codes[i] = string(jobs.CodeStoreUnavailable)
+		}
+		return frontend.HeartbeatResponse{Codes: codes}, nil, true
+	}
+	env.Worker(worker.Config{Frontend: fe, HeartbeatInterval: 10 * time.Millisecond}, j)
+	id := enqueue(t, env, j, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for failed.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no heartbeat was answered with the transient code")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	run := env.Await(id, store.StateCompleted, store.StateDelayed, store.StateFailed)
+	if run.State != store.StateCompleted || run.Attempt != 1 {
+		t.Fatalf("the run is %s at attempt %d (%s %s); want completed at attempt 1", run.State, run.Attempt, run.ErrorCode, run.Error)
+	}
 }

@@ -415,12 +415,10 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			return res, err
 		}
 		cp = next
-		if !live {
-			// A replayed page's cursor comes back from the codec: normalised, it is the cursor
-			// the live page recorded, with the same types (normalCursor). A live page's already
-			// is, and a page read ahead may be reading it.
-			cp.Cursor = normalDecoded(cp.Cursor)
-		}
+		// The step's result is its record's, decoded (live as replayed): normalised, the cursor
+		// is the one the page recorded, with the same types (normalCursor), equal to the one a
+		// page read ahead was asked after.
+		cp.Cursor = normalDecoded(cp.Cursor)
 		res.Batches, res.Rows = int64(i+1), cp.Rows
 		if live {
 			lastLive = clk.Now()

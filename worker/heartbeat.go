@@ -163,6 +163,14 @@ func (w *Worker) renew(timeout time.Duration) {
 			w.log.Error("jobs.worker.slot-lost", "run", h.runID, "queue", h.queue)
 			h.ex.Abort(jobs.Errorf(code, "the run's concurrency slot was lost"))
 		default:
+			if unreachable(jobs.Errorf(code, "")) {
+				// The engine could not finish this lease's renewal (its store failed on the slot,
+				// say): not a refusal. It is not counted as landed, and the next renewal tries
+				// again; a whole lease without one landing is a loss (checkLost). Taken as a
+				// refusal, one slow store write aborted a run whose lease was fine.
+				w.log.Warn("jobs.heartbeat.failed", "run", h.runID, "queue", h.queue, "code", string(code))
+				continue
+			}
 			w.lost(h, jobs.Errorf(code, "the engine refused the lease renewal"))
 		}
 	}
