@@ -322,3 +322,39 @@ func TestSessionWorkerIDIsBoundedOverHTTP(t *testing.T) {
 		t.Fatalf("an attend under a 1,000-byte worker id: %v", err)
 	}
 }
+
+// The console's own login counts as authentication: a connection whose console requests carried
+// a valid credential keeps its slot when the connections are at their cap, as an API client's
+// does. The console checks its credential itself, so its connections counted as never
+// authenticated: idled out in seconds and given away to any newcomer.
+func TestConsoleConnectionsKeepTheirSlots(t *testing.T) {
+	t.Parallel()
+	const viewer = "viewer-secret"
+	_, addr := startServer(t, api.Config{MaxConns: 2, Credentials: []api.Credential{
+		{Token: connsWorkerToken, Role: api.RoleWorker}, {Token: viewer, Role: api.RoleViewer}}})
+	type held struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	var hs []held
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		h := held{c, bufio.NewReader(c)}
+		if res, err := rawGet(h.c, h.br, addr, "/_x/", viewer, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("the console under the cap: %v %v", res, err)
+		}
+		hs = append(hs, h)
+	}
+	if err := workerGets(addr, 300*time.Millisecond); err == nil {
+		t.Fatal("a third connection took the slot of a console connection that had logged in")
+	}
+	for i, h := range hs {
+		if res, err := rawGet(h.c, h.br, addr, "/_x/", viewer, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("console connection %d after a newcomer waited: %v %v", i, res, err)
+		}
+	}
+}

@@ -188,7 +188,8 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	if !cfg.NoUI {
-		uc := ui.Config{Engine: cfg.Engine, Scheduler: cfg.Scheduler, StatusOf: StatusOf, Logger: cfg.Logger}
+		uc := ui.Config{Engine: cfg.Engine, Scheduler: cfg.Scheduler, StatusOf: StatusOf, Logger: cfg.Logger,
+			Authenticated: trust}
 		if len(s.creds) > 0 {
 			uc.Login, uc.Secret = s.uiLogin()
 		}

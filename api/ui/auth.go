@@ -122,6 +122,7 @@ func (u *UI) csrf(session string) string {
 func (u *UI) authorize(r *http.Request) (who, error) {
 	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && u.loginFn != nil {
 		if ok, act := u.loginFn(got); ok {
+			u.authenticated(r)
 			return who{bearer: true, canAct: act}, nil
 		}
 		return who{}, jobs.Errorf(jobs.CodeUnauthorized, "a valid bearer token is required")
@@ -130,6 +131,7 @@ func (u *UI) authorize(r *http.Request) (who, error) {
 		if u.loginFn == nil {
 			act = true // an open console: every visitor acts, as on the API without tokens
 		}
+		u.authenticated(r)
 		return who{session: s, canAct: act}, nil
 	}
 	if u.loginFn == nil {
@@ -159,4 +161,11 @@ func (u *UI) checkCSRF(r *http.Request, w who) error {
 		return jobs.Errorf(jobs.CodeForbidden, "the form's CSRF token is missing or not this session's: reload the page and try again")
 	}
 	return nil
+}
+
+// authenticated tells the server (Config.Authenticated) that r carried a valid credential.
+func (u *UI) authenticated(r *http.Request) {
+	if u.authed != nil {
+		u.authed(r)
+	}
 }

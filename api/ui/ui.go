@@ -49,6 +49,11 @@ type Config struct {
 	// Token is the API's bearer token; "" leaves the console open, as the API is (loopback),
 	// unless Login is set.
 	Token string
+	// Authenticated, when set, is told of each request that carried a valid session or token:
+	// the server keeps such a request's connection as it keeps an API client's (its idle time,
+	// and its slot when the connections are at their cap), where a connection that never
+	// authenticated idles out in seconds and gives way.
+	Authenticated func(*http.Request)
 	// Login decides what a presented token (the login form, or a bearer header) may do: ok when
 	// it may look, act when it may also act. Optional: by default the one Token, which may act.
 	// The API server sets it from its credentials, so a viewer's token sees and an operator's
@@ -100,14 +105,16 @@ type UI struct {
 	sched *scheduler.Scheduler
 	// loginFn is Config.Login; nil: the console is open.
 	loginFn func(token string) (ok, act bool)
-	key     []byte
-	status  func(jobs.Code) int
-	clock   clock.Clock
-	log     *slog.Logger
-	prefix  string
-	pages   map[string]*template.Template
-	static  http.Handler
-	mux     *http.ServeMux
+	// authed is Config.Authenticated.
+	authed func(*http.Request)
+	key    []byte
+	status func(jobs.Code) int
+	clock  clock.Clock
+	log    *slog.Logger
+	prefix string
+	pages  map[string]*template.Template
+	static http.Handler
+	mux    *http.ServeMux
 }
 
 // New returns the console, to be mounted at Prefix.
@@ -135,7 +142,7 @@ func New(cfg Config) (*UI, error) {
 	if cfg.Secret == "" {
 		cfg.Secret = cfg.Token
 	}
-	u := &UI{eng: cfg.Engine, sched: cfg.Scheduler, loginFn: cfg.Login, key: sessionKey(cfg.Secret), status: cfg.StatusOf,
+	u := &UI{eng: cfg.Engine, sched: cfg.Scheduler, loginFn: cfg.Login, authed: cfg.Authenticated, key: sessionKey(cfg.Secret), status: cfg.StatusOf,
 		clock: cfg.Clock, log: cfg.Logger, prefix: Prefix, pages: map[string]*template.Template{}}
 	if err := u.parse(); err != nil {
 		return nil, err
