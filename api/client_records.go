@@ -93,9 +93,11 @@ func (b *recordBatcher) record(ctx context.Context, req frontend.RecordRequest) 
 func (b *recordBatcher) send() {
 	for {
 		b.mu.Lock()
-		n, size := 0, 0
-		for n < len(b.queue) && n < maxBatchRecords && (n == 0 || size+b.queue[n].size <= batchBytes) {
+		n, size, cmds := 0, 0, 0
+		for n < len(b.queue) && n < maxBatchRecords && (n == 0 || (size+b.queue[n].size <= batchBytes &&
+			cmds+len(b.queue[n].req.Commands) <= maxBatchCommands)) {
 			size += b.queue[n].size
+			cmds += len(b.queue[n].req.Commands)
 			n++
 		}
 		if n == 0 {

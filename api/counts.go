@@ -21,6 +21,10 @@ import (
 const (
 	maxRecordCommands  = frontend.MaxRecordCommands
 	maxHeartbeatLeases = frontend.MaxHeartbeatLeases
+	// maxBatchCommands bounds the commands of all a batch's records together: 256 records of
+	// 1,024 empty commands each decoded to about 80 MB, where a batch's records carry a few
+	// each. The client's batcher closes a batch before it passes this (client_records.go).
+	maxBatchCommands = 4 * maxRecordCommands
 )
 
 // checkCounts refuses a worker request whose body's arrays claim more items than the request
@@ -42,7 +46,8 @@ func checkCounts(b []byte, v any) error {
 		return nil
 	}
 	r := msgp.NewReader(b)
-	if err := fieldArrays(&r, 0, bound); err != nil && !errors.Is(err, msgp.ErrSlowPath) {
+	var totals [1]int
+	if err := fieldArrays(&r, 0, bound, &totals); err != nil && !errors.Is(err, msgp.ErrSlowPath) {
 		return err
 	}
 	return nil
@@ -54,17 +59,21 @@ type arrayBound struct {
 	what, items string
 	limit       int
 	each        *arrayBound
+	// total, when set, bounds the items of every such array in one body together (the commands
+	// of a batch's records); counted in the body's totals. Only a batch's commands have one.
+	total int
 }
 
 var (
 	recordCommands  = arrayBound{what: "a record", items: "commands", limit: maxRecordCommands}
-	batchRecords    = arrayBound{what: "a batch", items: "records", limit: maxBatchRecords, each: &recordCommands}
+	batchCommands   = arrayBound{what: "a record", items: "commands", limit: maxRecordCommands, total: maxBatchCommands}
+	batchRecords    = arrayBound{what: "a batch", items: "records", limit: maxBatchRecords, each: &batchCommands}
 	heartbeatLeases = arrayBound{what: "a heartbeat", items: "leases", limit: maxHeartbeatLeases}
 )
 
 // fieldArrays reads one struct's fields at r (depth: how deep it is) and refuses an array among
 // them of more than bound.limit items. It makes nothing: the reader stays on the caller's stack.
-func fieldArrays(r *msgp.Reader, depth int, bound *arrayBound) error {
+func fieldArrays(r *msgp.Reader, depth int, bound *arrayBound, totals *[1]int) error {
 	save := *r
 	n, err := r.MapLen()
 	keyed := err == nil // a map of the fields; else an array of them
@@ -92,9 +101,14 @@ func fieldArrays(r *msgp.Reader, depth int, bound *arrayBound) error {
 		if m > bound.limit {
 			return fmt.Errorf("%s carries %d %s; the limit is %d", bound.what, m, bound.items, bound.limit)
 		}
+		if bound.total > 0 {
+			if totals[0] += m; totals[0] > bound.total {
+				return fmt.Errorf("a batch's records carry more than %d %s in all", bound.total, bound.items)
+			}
+		}
 		for j := 0; j < m; j++ {
 			if bound.each != nil {
-				err = fieldArrays(r, depth+2, bound.each)
+				err = fieldArrays(r, depth+2, bound.each, totals)
 			} else {
 				err = r.Skip(depth + 2)
 			}

@@ -110,6 +110,10 @@ func TestOversizedArraysAreRefusedBeforeTheyAreMade(t *testing.T) {
 		{"a record of 65535 commands, as an array", "/v1/worker/record", asArray},
 		{"a batch of 257 records", "/v1/worker/records", records(257, 0)},
 		{"a batch with a record of 1025 commands", "/v1/worker/records", records(2, 1025)},
+		// Each record within its bound, the batch past its total: 256 records of 1,024 empty
+		// commands decoded to about 80 MB.
+		{"a batch of 256 records of 1024 commands", "/v1/worker/records", records(256, 1024)},
+		{"a batch of 5 records of 1000 commands", "/v1/worker/records", records(5, 1000)},
 		{"a heartbeat of 65535 leases", "/v1/worker/heartbeat", beat},
 	} {
 		var st int
