@@ -7,6 +7,7 @@ import (
 	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) backfillReport(w http.ResponseWriter, r *http.Request) error {
 	if err := checkText("worker id", req.WorkerID); err != nil {
 		return err
 	}
-	req.Error = cleanText(req.Error)
+	req.Error = freetext.Clean(req.Error)
 	if err := s.eng.BackfillReport(r.Context(), req); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/ultimat3/jobs/internal/freetext"
 	"io"
 	"net"
 	"net/http"
@@ -174,8 +173,3 @@ func checkText(field, v string) error {
 	}
 	return nil
 }
-
-// cleanText makes free text (an error message a job returned) storable rather than refusing
-// it: the message is for people, and refusing it would lose the failure it reports. The engine
-// applies the same rule to every caller (freetext); here it runs before the wire's own checks.
-func cleanText(v string) string { return freetext.Clean(v) }

@@ -116,6 +116,14 @@ func TestAuthenticatedConnectionsKeepTheirSlots(t *testing.T) {
 	t.Parallel()
 	_, addr := startServer(t, api.Config{MaxConns: 2,
 		Credentials: []api.Credential{{Token: connsWorkerToken, Role: api.RoleWorker}}})
+	slotsKept(t, addr, "/v1/whoami", connsWorkerToken)
+}
+
+// slotsKept fills a server's two connection slots with connections that each made an
+// authenticated GET of path with token, and fails unless a newcomer then waits and the held
+// connections still serve.
+func slotsKept(t *testing.T, addr, path, token string) {
+	t.Helper()
 	type held struct {
 		c  net.Conn
 		br *bufio.Reader
@@ -126,18 +134,18 @@ func TestAuthenticatedConnectionsKeepTheirSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		t.Cleanup(func() { c.Close() })
 		h := held{c, bufio.NewReader(c)}
-		if res, err := rawGet(h.c, h.br, addr, "/v1/whoami", connsWorkerToken, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("a worker under the cap: %v %v", res, err)
+		if res, err := rawGet(h.c, h.br, addr, path, token, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s under the cap: %v %v", path, res, err)
 		}
 		hs = append(hs, h)
 	}
 	if err := workerGets(addr, 300*time.Millisecond); err == nil {
-		t.Fatal("a third connection was served over a cap of 2 held by authenticated clients")
+		t.Fatalf("a third connection took the slot of a connection authenticated by GET %s", path)
 	}
 	for i, h := range hs {
-		if res, err := rawGet(h.c, h.br, addr, "/v1/whoami", connsWorkerToken, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
+		if res, err := rawGet(h.c, h.br, addr, path, token, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("held connection %d after a newcomer waited: %v %v", i, res, err)
 		}
 	}
@@ -332,29 +340,5 @@ func TestConsoleConnectionsKeepTheirSlots(t *testing.T) {
 	const viewer = "viewer-secret"
 	_, addr := startServer(t, api.Config{MaxConns: 2, Credentials: []api.Credential{
 		{Token: connsWorkerToken, Role: api.RoleWorker}, {Token: viewer, Role: api.RoleViewer}}})
-	type held struct {
-		c  net.Conn
-		br *bufio.Reader
-	}
-	var hs []held
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		h := held{c, bufio.NewReader(c)}
-		if res, err := rawGet(h.c, h.br, addr, "/_x/", viewer, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("the console under the cap: %v %v", res, err)
-		}
-		hs = append(hs, h)
-	}
-	if err := workerGets(addr, 300*time.Millisecond); err == nil {
-		t.Fatal("a third connection took the slot of a console connection that had logged in")
-	}
-	for i, h := range hs {
-		if res, err := rawGet(h.c, h.br, addr, "/_x/", viewer, 5*time.Second); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("console connection %d after a newcomer waited: %v %v", i, res, err)
-		}
-	}
+	slotsKept(t, addr, "/_x/", viewer)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/freetext"
 )
 
 // Bounds of the worker protocol. They are far above what a worker sends and they keep one
@@ -176,7 +177,7 @@ func checkRecord(req *frontend.RecordRequest) error {
 		}
 		// Free text that job code produced (an error message, an app's code): made storable,
 		// never refused, or the failure it reports would be lost.
-		c.Code, c.Error, c.Step, c.Stop = cleanText(c.Code), cleanText(c.Error), cleanText(c.Step), cleanText(c.Stop)
+		c.Code, c.Error, c.Step, c.Stop = freetext.Clean(c.Code), freetext.Clean(c.Error), freetext.Clean(c.Step), freetext.Clean(c.Stop)
 	}
 	return nil
 }

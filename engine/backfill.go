@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/ultimat3/jobs/internal/freetext"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"github.com/ultimat3/jobs/store"
 )
 

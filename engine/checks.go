@@ -2,12 +2,12 @@ package engine
 
 import (
 	"context"
-	"github.com/ultimat3/jobs/internal/freetext"
 	"strings"
 	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/freetext"
 	"github.com/ultimat3/jobs/internal/verdict"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/signals"

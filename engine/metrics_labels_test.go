@@ -68,32 +68,8 @@ func TestEngineSeriesLabelOnlyDeclaredQueues(t *testing.T) {
 		t.Fatalf("%d queue labels (%v…); want parcels, later and %s", len(labels), some, engine.UndeclaredQueue)
 	}
 	for q, want := range map[string]float64{"parcels": 1, "later": 1, engine.UndeclaredQueue: made} {
-		if got := cancelledCount(t, reg, q); got != want {
+		if got := testenv.Counter(t, reg, jobs.MetricJobsTotal, map[string]string{"queue": q, "outcome": "cancelled"}); got != want {
 			t.Errorf(`jobs_total{queue=%q,outcome="cancelled"} = %v, want %v`, q, got, want)
 		}
 	}
-}
-
-// cancelledCount returns the engine's jobs_total{outcome="cancelled"} of one queue label.
-func cancelledCount(t *testing.T, reg *prometheus.Registry, queue string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != jobs.MetricJobsTotal {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			ls := map[string]string{}
-			for _, l := range m.GetLabel() {
-				ls[l.GetName()] = l.GetValue()
-			}
-			if ls["queue"] == queue && ls["outcome"] == "cancelled" {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

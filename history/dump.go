@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ultimat3/jobs/internal/msgp"
 	"io"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ultimat3/jobs/codec"
+	"github.com/ultimat3/jobs/internal/msgp"
 	"github.com/ultimat3/jobs/internal/termtext"
 )
 

@@ -163,7 +163,7 @@ func (w *Worker) renew(timeout time.Duration) {
 			w.log.Error("jobs.worker.slot-lost", "run", h.runID, "queue", h.queue)
 			h.ex.Abort(jobs.Errorf(code, "the run's concurrency slot was lost"))
 		default:
-			if unreachable(jobs.Errorf(code, "")) {
+			if transient(code) {
 				// The engine could not finish this lease's renewal (its store failed on the slot,
 				// say): not a refusal. It is not counted as landed, and the next renewal tries
 				// again; a whole lease without one landing is a loss (checkLost). Taken as a

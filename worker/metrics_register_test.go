@@ -33,7 +33,7 @@ func TestTwoWorkersShareOneRegistry(t *testing.T) {
 		}
 		env.Await(res.RunID, store.StateCompleted)
 	}
-	if got := completed(t, preg); got != 4 {
+	if got := testenv.Counter(t, preg, jobs.MetricJobsTotal, map[string]string{"source": "worker", "outcome": "completed"}); got != 4 {
 		t.Fatalf(`jobs_total{source="worker",outcome="completed"} = %v after 4 runs on two workers, want 4`, got)
 	}
 }
@@ -71,27 +71,4 @@ func TestARefusedMetricsRegistrationIsAnError(t *testing.T) {
 			t.Errorf("the refused worker left %s registered", mf.GetName())
 		}
 	}
-}
-
-func completed(t *testing.T, g prometheus.Gatherer) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != jobs.MetricJobsTotal {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			ls := map[string]string{}
-			for _, l := range m.GetLabel() {
-				ls[l.GetName()] = l.GetValue()
-			}
-			if ls["source"] == "worker" && ls["outcome"] == "completed" {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

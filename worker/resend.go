@@ -118,12 +118,19 @@ func (r *recorder) holds(final bool) *jobs.Error {
 // unreachable reports whether err means the engine (or its store) did not answer: the send may be
 // repeated. A refusal (a stale fence, a cancel, a bad request: any X_ code of a rule) is not.
 func unreachable(err error) bool {
-	switch jobs.CodeOf(err) {
+	if c := jobs.CodeOf(err); c != "" {
+		return transient(c)
+	}
+	// A transport error the client did not wrap (an in-process engine never returns one).
+	return !errors.Is(err, context.Canceled)
+}
+
+// transient reports whether a code says the engine could not finish a call, not that it refused
+// it: the call is tried again.
+func transient(c jobs.Code) bool {
+	switch c {
 	case jobs.CodeCommitUnknown, jobs.CodeStoreUnavailable, jobs.CodeEngineUnreachable, jobs.CodeDraining, jobs.CodeInternal:
 		return true
-	case "":
-		// A transport error the client did not wrap (an in-process engine never returns one).
-		return !errors.Is(err, context.Canceled)
 	}
 	return false
 }
