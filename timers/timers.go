@@ -44,6 +44,11 @@ type Service struct {
 	kick chan struct{}
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+	// round is held for a round of firing and expiring, by the loop and by Tick. The stores
+	// fire and expire under SKIP LOCKED, so a Tick that ran beside the loop's round would pass
+	// over the rows that round holds and return before they commit: its caller (a test that
+	// moved a fake clock, the CLI's one-shot maintenance) would see a lapsed lease still held.
+	round sync.Mutex
 }
 
 // New returns a timer service; Start runs it.
@@ -105,6 +110,7 @@ func (s *Service) Stop() {
 func (s *Service) loop(ctx context.Context) {
 	var lastPrune, lastExpire time.Time
 	for ctx.Err() == nil {
+		s.round.Lock()
 		now := s.cfg.Clock.Now()
 		fired := s.fire(ctx, now)
 		// While timers keep falling due, lapsed leases are looked for every expireEvery, not
@@ -113,6 +119,7 @@ func (s *Service) loop(ctx context.Context) {
 			lastExpire = now
 			s.expire(ctx, now)
 		}
+		s.round.Unlock()
 		if now.Sub(lastPrune) > time.Minute {
 			lastPrune = now
 			if _, err := s.cfg.Store.EventPrune(ctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
@@ -148,7 +155,12 @@ const expireEvery = 100 * time.Millisecond
 
 // Tick fires everything due at now and expires lapsed leases. It is exported for tests and for
 // the `engine` CLI's one-shot maintenance.
+//
+// It waits for the loop's round in flight, so what that round holds is committed, and settled,
+// when Tick returns.
 func (s *Service) Tick(ctx context.Context, now time.Time) {
+	s.round.Lock()
+	defer s.round.Unlock()
 	s.fire(ctx, now)
 	s.expire(ctx, now)
 }

@@ -173,3 +173,83 @@ func TestLagIsMeasuredForATimerTheServiceDidNotSleepFor(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// heldStore has one lapsed lease. Its first look for lapsed leases (the loop's) holds the row
+// until released, as a Postgres transaction holds it; a second look meanwhile passes over it,
+// as SKIP LOCKED does, and finds nothing.
+type heldStore struct {
+	store.Store
+	entered, release chan struct{}
+
+	mu       sync.Mutex
+	looks    int
+	expired  bool // committed
+	reported bool // the woken run was handed to OnWake
+}
+
+func (s *heldStore) TimerFire(context.Context, time.Time, int) ([]store.Woken, error) {
+	return nil, nil
+}
+func (s *heldStore) TimerNext(context.Context) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
+func (s *heldStore) EventPrune(context.Context, time.Time) (int, error) { return 0, nil }
+
+func (s *heldStore) RunExpireLeases(context.Context, time.Time, int) ([]store.Woken, error) {
+	s.mu.Lock()
+	s.looks++
+	first := s.looks == 1
+	s.mu.Unlock()
+	if !first {
+		return nil, nil // the row is locked by the first look, or already expired
+	}
+	close(s.entered)
+	<-s.release
+	s.mu.Lock()
+	s.expired = true
+	s.mu.Unlock()
+	return []store.Woken{{RunID: "r"}}, nil
+}
+
+// Tick waits for the loop's round in flight: a Tick beside it passed over the lease that round
+// held and returned before it committed, so a test that moved its fake clock past a lease and
+// ticked then found the run still held (and a poll claimed nothing) now and then on Postgres.
+func TestTickWaitsForTheRoundInFlight(t *testing.T) {
+	st := &heldStore{entered: make(chan struct{}), release: make(chan struct{})}
+	s := New(Config{Store: st, Fallback: time.Hour, OnWake: func([]store.Woken) {
+		st.mu.Lock()
+		st.reported = true
+		st.mu.Unlock()
+	}})
+	s.Start()
+	defer s.Stop()
+	var release sync.Once
+	free := func() { release.Do(func() { close(st.release) }) }
+	defer free() // before Stop, which waits for the held round
+	select {
+	case <-st.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not look for lapsed leases")
+	}
+	ticked := make(chan struct{})
+	go func() {
+		s.Tick(context.Background(), time.Now())
+		close(ticked)
+	}()
+	select {
+	case <-ticked:
+		t.Fatal("Tick returned while the loop's round still held the lapsed lease")
+	case <-time.After(50 * time.Millisecond):
+	}
+	free()
+	select {
+	case <-ticked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Tick did not return after the loop's round ended")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.expired || !st.reported {
+		t.Fatalf("Tick returned before the round's lease was expired (%v) and reported (%v)", st.expired, st.reported)
+	}
+}
