@@ -139,16 +139,28 @@ func TestCodeThatDoesNotReplayFailsInTheKit(t *testing.T) {
 // past it fails the attempt with X_TIMEOUT, with the run held by the one worker throughout.
 func TestATimeoutLongerThanTheLeaseIsTestable(t *testing.T) {
 	t.Parallel()
+	// The attempt's deadline is a timer on the fake clock, made as the worker starts the body:
+	// the clock moves once the body runs, or a worker slow to start it would make the timer
+	// after the clock had passed its time, and it would wait the whole timeout again.
+	running := make(chan struct{}, 1)
 	slow := jobs.MustDefine("slow", func(in order) string { return in.ID }, jobs.NoTenant[order](),
 		func(ctx *jobs.Ctx, in order) (string, error) {
 			return jobs.Step(ctx, "wait-forever", func(c context.Context) (string, error) {
+				select {
+				case running <- struct{}{}:
+				default:
+				}
 				<-c.Done()
 				return "", c.Err()
 			})
 		}, jobs.Timeout(5*time.Minute), jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
 	env := jobstest.New(t, jobstest.Options{}, slow)
 	run := jobstest.Enqueue(env, slow, order{ID: "s1"})
-	env.Await(run, store.StateRunning)
+	select {
+	case <-running:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the body did not start")
+	}
 	for range 12 { // ten minutes, in half-minute hops past the engine's 30 s lease
 		env.Advance(30 * time.Second)
 	}
