@@ -39,7 +39,7 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		return nil
 	}
 	switch c.Kind {
-	case frontend.CmdStep, frontend.CmdSleep, frontend.CmdWait, frontend.CmdVersion, frontend.CmdAwaitChild:
+	case frontend.CmdStep, frontend.CmdStepFailed, frontend.CmdSleep, frontend.CmdWait, frontend.CmdVersion, frontend.CmdAwaitChild:
 		if c.Name == "" {
 			return bad("names no durable call")
 		}
@@ -107,7 +107,7 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		default:
 			return bad("stop %q is not terminal or attempts-exhausted", c.Stop)
 		}
-	case frontend.CmdBlock:
+	case frontend.CmdBlock, frontend.CmdStepFailed:
 		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, maxErrorText)
 	case frontend.CmdRelease:
 		if !c.ReadyAt.IsZero() {
@@ -132,6 +132,15 @@ func checkLedger(runID string, l *ledger, cmds []frontend.Command) error {
 				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record names %q twice", runID, c.Name)
 			}
 			seen[c.Name] = true
+		case frontend.CmdStepFailed:
+			// A failed try leaves the name free for the next, but never follows a call that
+			// took it: the body got past that call, so it cannot be failing it now.
+			if seq, ok := l.names[c.Name]; ok {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: command %d (%s): the name %q is already recorded (seq %d); a recorded call cannot fail", runID, i, c.Kind, c.Name, seq)
+			}
+			if seen[c.Name] {
+				return jobs.Errorf(jobs.CodeStepDuplicate, "run %s: the record fails %q after naming it", runID, c.Name)
+			}
 		case frontend.CmdVersion:
 			// A change point is recorded once per run; its ids are their own namespace.
 			if seq, ok := l.names[versionKey(c.Name)]; ok {

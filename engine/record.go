@@ -192,6 +192,8 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 				return m, jobs.Errorf(jobs.CodeBadRequest, "run %s: a step needs a name", req.RunID)
 			}
 			m.Events = append(m.Events, history.NewStep(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
+		case frontend.CmdStepFailed:
+			m.Events = append(m.Events, history.New(now, history.StepFailed{StepName: c.Name, Code: c.Code, Error: c.Error}))
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))

@@ -91,6 +91,10 @@ type CommandKind string
 const (
 	// CmdStep records a completed step (Name, Output). The run stays running.
 	CmdStep CommandKind = "step"
+	// CmdStepFailed records a failed step the body went on past (Name, Code, Error): replay
+	// returns the failure instead of running the step again. The run stays running, and the name
+	// stays free for another try.
+	CmdStepFailed CommandKind = "step-failed"
 	// CmdSleep suspends the run until WakeAt (Name).
 	CmdSleep CommandKind = "sleep"
 	// CmdWait suspends the run until an event named Event matching Match is published, or
@@ -137,7 +141,7 @@ type Command struct {
 	Lookback string `msgpack:"lookback,omitempty"`
 	// Sticky: the worker keeps the suspended run parked and wants first call on its wake-up.
 	Sticky bool `msgpack:"sticky,omitempty"`
-	// Fail and block.
+	// Fail and block (Code and Error also a failed step's).
 	Attempt int       `msgpack:"attempt,omitempty"`
 	Code    string    `msgpack:"code,omitempty"`
 	Error   string    `msgpack:"error,omitempty"`

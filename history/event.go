@@ -33,6 +33,7 @@ const (
 	KindEventPublished    Kind = "EventPublished"
 	KindChildEnqueued     Kind = "ChildEnqueued"
 	KindVersionMarked     Kind = "VersionMarked"
+	KindStepFailed        Kind = "StepFailed"
 )
 
 // Event is one entry of a run's history. Seq is contiguous from 1 within a run. Name is the
@@ -304,6 +305,8 @@ func (e Event) Decode() (Payload, error) {
 		p, err = decodeAs[ChildEnqueued](e.Data)
 	case KindVersionMarked:
 		p, err = decodeAs[VersionMarked](e.Data)
+	case KindStepFailed:
+		p, err = decodeAs[StepFailed](e.Data)
 	default:
 		return nil, fmt.Errorf("history: event %d has unknown kind %q", e.Seq, e.Kind)
 	}
@@ -324,7 +327,7 @@ var kinds = map[Kind]bool{
 	KindEventWaitStarted: true, KindEventReceived: true, KindEventWaitTimedOut: true,
 	KindAttemptFailed: true, KindRunBlocked: true, KindRunRetried: true, KindRunCompleted: true,
 	KindRunFailed: true, KindRunCancelled: true, KindEventPublished: true, KindChildEnqueued: true,
-	KindVersionMarked: true,
+	KindVersionMarked: true, KindStepFailed: true,
 }
 
 // Known reports whether k is a kind this version understands.

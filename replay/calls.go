@@ -49,6 +49,9 @@ type call struct {
 	state  waitState
 	// version: the recorded version of a change point.
 	version int
+	// fail is a step's recorded failure (history.StepFailed): replay returns it, and the name
+	// is free again for the body's next try.
+	fail *history.StepFailed
 }
 
 func (c call) String() string {
@@ -70,6 +73,8 @@ type calls struct {
 	started bool // the history's RunStarted was folded (or given: Config.Fresh)
 	// completed is set when the history records the run's completion.
 	completed bool
+	// unrecorded counts the live failures in list not yet recorded (seq 0; failed.go).
+	unrecorded int
 }
 
 func (cs *calls) apply(events []history.Event) error {
@@ -105,6 +110,8 @@ func (cs *calls) apply(events []history.Event) error {
 			cs.input = v.Input
 		case history.StepCompleted:
 			cs.step(e.Seq, v)
+		case history.StepFailed:
+			cs.stepFailed(e.Seq, v)
 		case history.TimerStarted:
 			cs.list = append(cs.list, call{kind: kindSleep, name: v.TimerName, seq: e.Seq})
 		case history.TimerFired:
@@ -163,6 +170,21 @@ func (cs *calls) step(seq int64, v history.StepCompleted) {
 	cs.list = append(cs.list, c)
 }
 
+// stepFailed folds a recorded failure: into the place the body's live failure already holds
+// (the oldest not yet recorded by that name), or as a new call.
+func (cs *calls) stepFailed(seq int64, v history.StepFailed) {
+	if cs.unrecorded > 0 {
+		for i := range cs.list {
+			if c := &cs.list[i]; c.seq == 0 && c.fail != nil && c.name == v.StepName {
+				c.seq, c.fail = seq, &v
+				cs.unrecorded--
+				return
+			}
+		}
+	}
+	cs.list = append(cs.list, call{kind: kindStep, name: v.StepName, seq: seq, state: done, fail: &v})
+}
+
 // settle marks the newest pending call of that kind and name.
 func (cs *calls) settle(k callKind, name string, st waitState, payload []byte) {
 	for i := len(cs.list) - 1; i >= 0; i-- {
@@ -180,7 +202,8 @@ func hasCall(k history.Kind) bool {
 	case history.KindRunStarted, history.KindStepCompleted, history.KindTimerStarted,
 		history.KindTimerFired, history.KindEventWaitStarted, history.KindEventReceived,
 		history.KindEventWaitTimedOut, history.KindRunRetried, history.KindRunCompleted,
-		history.KindEventPublished, history.KindChildEnqueued, history.KindVersionMarked:
+		history.KindEventPublished, history.KindChildEnqueued, history.KindVersionMarked,
+		history.KindStepFailed:
 		return true
 	}
 	return false

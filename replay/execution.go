@@ -133,6 +133,9 @@ type Execution struct {
 	claimed  map[string]bool // recorded parallel steps the body has started (body goroutine)
 	// versions are the change points reached so far (version.go; body goroutine).
 	versions map[string]int
+	// handled are the failed steps the body went on past, to go out ahead of the next record
+	// (failed.go); under recMu.
+	handled []frontend.Command
 }
 
 type resumeMsg struct {
@@ -222,6 +225,10 @@ func (e *Execution) run() {
 			"run %s: the history records the parallel step %q, which the code no longer starts",
 			e.cfg.Info.RunID, e.unclaimedFuture())})
 	default:
+		if err := e.flushHandled(); err != nil {
+			e.finish(Outcome{Kind: Failed, Err: err})
+			return
+		}
 		e.finish(Outcome{Kind: Completed, Result: result})
 	}
 }
@@ -369,28 +376,31 @@ func (e *Execution) recordOne(cmd frontend.Command) (frontend.RecordResponse, er
 	defer e.recMu.Unlock()
 	e.one[0] = cmd
 	defer func() { e.one[0] = frontend.Command{} }() // nothing of this record stays reachable
-	return e.recordLocked(e.one[:])
+	return e.recordLocked(e.one[:], true)
 }
 
 func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, error) {
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
-	return e.recordLocked(cmds)
+	return e.recordLocked(cmds, true)
 }
 
-// recordLocked is record with recMu held.
-func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordResponse, error) {
-	if cause := e.aborted.Load(); cause != nil {
-		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
-	}
-	resp, err := e.rec.Record(e.recCtx, cmds)
-	if err != nil {
-		if c := jobs.CodeOf(err); c == jobs.CodeAborted || c == jobs.CodeJobLeaseLost {
-			var je *jobs.Error
-			errors.As(err, &je)
-			e.Abort(je)
+// recordLocked is record with recMu held. body says the record is the body's own (not its
+// parallel steps'): only those carry the failures it went on past (failed.go).
+func (e *Execution) recordLocked(cmds []frontend.Command, body bool) (frontend.RecordResponse, error) {
+	body = body && len(e.handled) > 0
+	if body {
+		var err error
+		if cmds, err = e.withHandled(cmds); err != nil {
+			return frontend.RecordResponse{}, err
 		}
+	}
+	resp, err := e.send(cmds)
+	if err != nil {
 		return resp, err
+	}
+	if body {
+		e.handled = nil // they went out ahead of cmds
 	}
 	if len(cmds) == 1 && len(resp.Appended) == 1 {
 		if c, ev := &cmds[0], &resp.Appended[0]; c.Kind == frontend.CmdStep && !c.Parallel &&
@@ -409,6 +419,23 @@ func (e *Execution) recordLocked(cmds []frontend.Command) (frontend.RecordRespon
 		}
 	}
 	return resp, e.fold(resp.Appended)
+}
+
+// send sends one record, refused at once when the attempt was aborted; an answer that says the
+// attempt is over aborts it. recMu held.
+func (e *Execution) send(cmds []frontend.Command) (frontend.RecordResponse, error) {
+	if cause := e.aborted.Load(); cause != nil {
+		return frontend.RecordResponse{}, jobs.Errorf(jobs.CodeAborted, "run %s: the attempt was aborted (%s); the write is refused", e.cfg.Info.RunID, cause.Message)
+	}
+	resp, err := e.rec.Record(e.recCtx, cmds)
+	if err != nil {
+		if c := jobs.CodeOf(err); c == jobs.CodeAborted || c == jobs.CodeJobLeaseLost {
+			var je *jobs.Error
+			errors.As(err, &je)
+			e.Abort(je)
+		}
+	}
+	return resp, err
 }
 
 // fold applies events to cs under csMu.
@@ -470,6 +497,13 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	}
 	idx := e.begin(kindStep, name, "")
 	if idx >= 0 {
+		if f := e.cs.list[idx].fail; f != nil {
+			// A recorded failure the body went on past: the same failure, and the name free
+			// for the try after it, as live.
+			delete(e.names, name)
+			e.failedStep = name
+			return nil, replayedFailure(f)
+		}
 		return e.cs.list[idx].output, nil
 	}
 	if cause := e.aborted.Load(); cause != nil {
@@ -501,8 +535,7 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	e.stepping.Store(false)
 	if err != nil {
 		endStep(span, err)
-		e.undo(name)
-		e.failedStep = name
+		e.stepFailed(name, err)
 		return nil, err
 	}
 	if _, err := e.recordOne(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out}); err != nil {

@@ -133,7 +133,7 @@ func (e *Execution) recordPending() (more bool) {
 	for i, b := range batch {
 		cmds[i] = b.cmd
 	}
-	resp, err := e.recordLocked(cmds)
+	resp, err := e.recordLocked(cmds, false)
 	seqs := map[string]int64{}
 	for _, ev := range resp.Appended {
 		if ev.Kind == history.KindStepCompleted {

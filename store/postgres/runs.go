@@ -533,7 +533,7 @@ var knownKinds = func() map[string]history.Kind {
 		history.KindEventReceived, history.KindEventWaitTimedOut, history.KindAttemptFailed,
 		history.KindRunBlocked, history.KindRunRetried, history.KindRunCompleted, history.KindRunFailed,
 		history.KindRunCancelled, history.KindEventPublished, history.KindChildEnqueued,
-		history.KindVersionMarked} {
+		history.KindVersionMarked, history.KindStepFailed} {
 		m[string(k)] = k
 	}
 	return m

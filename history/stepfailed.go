@@ -1,0 +1,20 @@
+package history
+
+// StepFailed records a step whose function failed and whose failure the body went on past: it
+// made another durable call, or completed. Replay returns the recorded failure instead of running
+// the step again, so a body that branches on it takes the branch it took live, whatever the step
+// would answer now. A failure the body returns is not recorded: the attempt fails
+// (AttemptFailed), and the retry runs the step again.
+//
+// The name stays free: a body that tries the step again (a retry loop) records the try under the
+// same name, and replay matches each try in order.
+type StepFailed struct {
+	StepName string `msgpack:"name"`
+	// Code is the failure's jobs code, "" for an error that carries none.
+	Code string `msgpack:"code,omitempty"`
+	// Error is the failure's text, as its Error method gave it.
+	Error string `msgpack:"error"`
+}
+
+func (StepFailed) Kind() Kind     { return KindStepFailed }
+func (p StepFailed) name() string { return p.StepName }

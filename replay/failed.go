@@ -1,0 +1,104 @@
+package replay
+
+import (
+	"strings"
+
+	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/history"
+)
+
+// A step whose function fails writes nothing at once: most failures end the attempt (the body
+// returns them), and the retry must run the step again. But a body may go on past a failure (a
+// fallback, a retry loop with sleeps between tries), and then the failure decided what it did
+// next. Unrecorded, a replay would run the step again, and if it succeeded this time the body
+// would take the other branch and diverge from its own history. So a failure is queued, and goes
+// out as history.StepFailed ahead of the body's next record, whatever that is (a step, a sleep,
+// the failures alone before the run completes). Never with a parallel step's record: that may
+// land before the body has decided anything, and a failure it then returns would be replayed
+// on every retry. A failure the body returns is dropped with the attempt: the retry runs the
+// step again, as before. It costs no commit of its own except before a completion, and nothing
+// on a run whose steps do not fail.
+
+// stepFailed takes a live step's failure: the name is free for another try, and unless nothing
+// will be recorded (check mode, an aborted attempt) the failure keeps its place among the calls
+// and is queued for the next record. Body goroutine.
+func (e *Execution) stepFailed(name string, err error) {
+	e.failedStep = name
+	e.csMu.Lock()
+	// The calls before this one are all recorded (a sequential call is recorded before the body
+	// goes on), so it is the next in the list.
+	if e.rec == nil || e.aborted.Load() != nil || len(e.cs.list) != e.pos-1 {
+		e.csMu.Unlock()
+		e.undo(name)
+		return
+	}
+	delete(e.names, name)
+	f := &history.StepFailed{StepName: name, Code: string(jobs.CodeOf(err)), Error: err.Error()}
+	// seq 0 until the record lands (calls.stepFailed gives it its seq): the body has made this
+	// call, and its next one is matched after it.
+	e.cs.list = append(e.cs.list, call{kind: kindStep, name: name, state: done, fail: f})
+	e.cs.unrecorded++
+	e.csMu.Unlock()
+	e.recMu.Lock()
+	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: name, Code: f.Code, Error: f.Error})
+	e.recMu.Unlock()
+}
+
+// withHandled returns cmds after the failures queued since the last record. Failures too many to
+// go with cmds in one record go ahead in records of their own. recMu held.
+func (e *Execution) withHandled(cmds []frontend.Command) ([]frontend.Command, error) {
+	for len(e.handled)+len(cmds) > frontend.MaxRecordCommands {
+		n := min(len(e.handled), frontend.MaxRecordCommands)
+		resp, err := e.send(e.handled[:n])
+		if err != nil {
+			return nil, err
+		}
+		if err := e.fold(resp.Appended); err != nil {
+			return nil, err
+		}
+		e.handled = e.handled[n:]
+	}
+	if len(e.handled) == 0 {
+		return cmds, nil
+	}
+	out := make([]frontend.Command, 0, len(e.handled)+len(cmds))
+	return append(append(out, e.handled...), cmds...), nil
+}
+
+// flushHandled records the failures still queued, before the run completes: the completion
+// would otherwise be a history whose replay runs those steps again.
+func (e *Execution) flushHandled() error {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	if len(e.handled) == 0 {
+		return nil
+	}
+	_, err := e.recordLocked(nil, true)
+	return err
+}
+
+// stepFailure is a recorded failure as replay returns it: the text the live error gave and,
+// beneath it, its code, so jobs.CodeOf, jobs.HasCode and the job's retry policy read it as they
+// read the live error. The live error's own type is not kept: match a failure by its code.
+type stepFailure struct {
+	text string
+	code *jobs.Error
+}
+
+func (f *stepFailure) Error() string { return f.text }
+
+func (f *stepFailure) Unwrap() error {
+	if f.code == nil {
+		return nil
+	}
+	return f.code
+}
+
+func replayedFailure(f *history.StepFailed) error {
+	out := &stepFailure{text: f.Error}
+	if f.Code != "" {
+		out.code = &jobs.Error{Code: jobs.Code(f.Code), Message: strings.TrimPrefix(f.Error, f.Code+": ")}
+	}
+	return out
+}
