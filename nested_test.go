@@ -44,6 +44,45 @@ func TestADurableCallInsideAStepIsRefused(t *testing.T) {
 	}
 }
 
+// A durable call from a parallel step's function (it captured the body's Ctx) is refused alike:
+// recorded, it would stand in the history as a call of the body's, which the replay, serving the
+// parallel step from the history without running it, never makes. The body's own calls while the
+// step runs are not refused.
+func TestADurableCallInsideAParallelStepIsRefused(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Store: memory.New()})
+	started := make(chan struct{})
+	j := jobs.MustDefine("nests-in-go", func(i int) string { return "k" }, jobs.NoTenant[int](),
+		func(c *jobs.Ctx, i int) (int, error) {
+			f := jobs.Go(c, "outer", func(context.Context) (int, error) {
+				<-started // the body's own step below runs while this function does
+				return jobs.Step(c, "inner", func(context.Context) (int, error) { return 1, nil })
+			})
+			if _, err := jobs.Step(c, "beside", func(context.Context) (int, error) { return 2, nil }); err != nil {
+				return 0, err
+			}
+			close(started)
+			return f.Await(c)
+		})
+	env.Worker(worker.Config{}, j)
+	res, err := j.Enqueue(context.Background(), env.Engine, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := env.Await(res.RunID, store.StateFailed, store.StateCompleted, store.StateBlocked)
+	if run.State != store.StateFailed || run.ErrorCode != string(jobs.CodeStepNested) || run.Attempt != 1 {
+		t.Fatalf("run %s %s %q at attempt %d; want failed X_STEP_NESTED at once", run.State, run.ErrorCode, run.Error, run.Attempt)
+	}
+	var steps []string
+	for _, ev := range env.History(res.RunID) {
+		if ev.Kind == history.KindStepCompleted {
+			steps = append(steps, ev.Name)
+		}
+	}
+	if strings.Join(steps, ",") != "beside" {
+		t.Fatalf("recorded steps %q; want the body's own step alone", steps)
+	}
+}
+
 // A durable call from a goroutine the body left running, made after the body returned, is told
 // that the attempt ended, not a lease story that contradicts itself (the same fence).
 func TestADurableCallAfterTheBodyReturnedSaysSo(t *testing.T) {

@@ -111,6 +111,10 @@ type Execution struct {
 	// a pointer to the name, which would cost every step an allocation.
 	stepping     atomic.Bool
 	steppingName string
+	// running counts the parallel steps whose functions run; bodyG is the body goroutine's id,
+	// taken at its first jobs.Go (nested.go).
+	running atomic.Int32
+	bodyG   atomic.Uint64
 	lastSeq      atomic.Int64
 	resume       chan resumeMsg
 	exited       chan struct{}

@@ -35,6 +35,9 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		p.Settle(nil, 0, err)
 		return p
 	}
+	if e.bodyG.Load() == 0 {
+		e.bodyG.Store(goid())
+	}
 	if e.names[name] {
 		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeStepDuplicate,
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
@@ -71,8 +74,10 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		return p
 	}
 	e.inflight.Add(1)
+	e.running.Add(1) // before the function can make a call
 	go func() {
 		defer e.inflight.Done()
+		defer e.running.Add(-1)
 		returned := false
 		defer func() {
 			if !returned {
