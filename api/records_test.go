@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -157,5 +159,91 @@ func TestRecordsRefusesEachOnItsOwn(t *testing.T) {
 	empty, _ := msgpack.Marshal(api.RecordsRequest{})
 	if status, _, raw := b.call(t, http.MethodPost, "/v1/worker/records", api.ContentMsgpack, "", empty); status != http.StatusBadRequest {
 		t.Errorf("an empty batch: status %d (%q), want 400", status, raw)
+	}
+}
+
+// batchWatch keeps what every POST /v1/worker/records carried and how it was answered.
+type batchWatch struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	// per batch request: its records' command counts, and the answer's status
+	batches  [][]int
+	statuses []int
+}
+
+func (w *batchWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path != "/v1/worker/records" {
+		return w.next.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req api.RecordsRequest
+	if err := msgpack.Unmarshal(body, &req); err != nil {
+		return nil, err
+	}
+	counts := make([]int, len(req.Records))
+	for i, rec := range req.Records {
+		counts[i] = len(rec.Commands)
+	}
+	time.Sleep(20 * time.Millisecond) // others queue meanwhile
+	resp, err := w.next.RoundTrip(r)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.batches = append(w.batches, counts)
+	if resp != nil {
+		w.statuses = append(w.statuses, resp.StatusCode)
+	}
+	return resp, err
+}
+
+// Records of a full frontend.MaxRecordCommands each are batched four to a request, the engine's
+// bound on a batch's commands: a batch past it would be refused whole, and the client would then
+// send every record alone for the rest of its life (a refusal it reads as an engine without the
+// batch route).
+func TestABatchNeverCarriesMoreCommandsThanTheEngineTakes(t *testing.T) {
+	t.Parallel()
+	w := &batchWatch{next: http.DefaultTransport}
+	b := setup(t, api.Config{}, api.WithHTTPClient(&http.Client{Transport: w}), api.WithRecordBatching())
+	full := make([]frontend.Command, frontend.MaxRecordCommands)
+	for i := range full {
+		full[i] = frontend.Command{Kind: frontend.CmdStep, Name: fmt.Sprintf("s%d", i), Output: []byte{0xc0}}
+	}
+	const records = 12
+	var wg sync.WaitGroup
+	errs := make([]error, records)
+	for i := range records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// No run holds these ids: each is refused on its own, in its place in the batch.
+			_, errs[i] = b.client.Record(t.Context(), frontend.RecordRequest{RunID: fmt.Sprintf("r%d", i), Fence: 1,
+				WorkerID: "w", Commands: full, AfterSeq: 1})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || jobs.HasCode(err, jobs.CodeBadRequest) {
+			t.Errorf("record %d: %v; want refused on its own, not the batch", i, err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	several := false
+	for i, counts := range w.batches {
+		total := 0
+		for _, n := range counts {
+			total += n
+		}
+		if total > 4*frontend.MaxRecordCommands || w.statuses[i] != http.StatusOK {
+			t.Errorf("batch %d: records of %v commands, %d in all, answered %d; want at most %d, answered 200",
+				i, counts, total, w.statuses[i], 4*frontend.MaxRecordCommands)
+		}
+		several = several || len(counts) > 1
+	}
+	if !several {
+		t.Fatalf("no batch carried more than one record (%v): nothing was tested", w.batches)
 	}
 }
