@@ -115,9 +115,9 @@ type Execution struct {
 	// taken at its first jobs.Go (nested.go).
 	running atomic.Int32
 	bodyG   atomic.Uint64
-	lastSeq      atomic.Int64
-	resume       chan resumeMsg
-	exited       chan struct{}
+	lastSeq atomic.Int64
+	resume  chan resumeMsg
+	exited  chan struct{}
 
 	// parked is the index of the call the body is parked on, or -1.
 	mu     sync.Mutex
