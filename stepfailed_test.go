@@ -70,6 +70,14 @@ func TestAFailureTheBodyWentOnPastReplaysAsItHappened(t *testing.T) {
 		if !strings.HasPrefix(kinds, "RunStarted,StepFailed:charge,StepCompleted:invoice,TimerStarted:settle,") {
 			t.Fatalf("history %s; the failure is recorded ahead of the step after it", kinds)
 		}
+		// The trace the CLI, the console and MCP show names the failed step and its error.
+		v, err := env.Engine.InspectRun(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := v.Steps[0]; s.Kind != "step" || s.Name != "charge" || s.Status != "failed" || s.Note != "X_CARD_DECLINED: card declined" {
+			t.Fatalf("the trace's first call %+v; want step charge failed, noted with its error", s)
+		}
 	})
 }
 

@@ -62,7 +62,7 @@ type StepView struct {
 	Seq    int64      `json:"seq"`
 	Kind   string     `json:"kind"` // step | sleep | wait
 	Name   string     `json:"name"`
-	Status string     `json:"status"` // completed | sleeping | woke | waiting | received | timed-out | cancelled | discarded
+	Status string     `json:"status"` // completed | failed | sleeping | woke | waiting | received | timed-out | cancelled | discarded
 	At     time.Time  `json:"at"`
 	Ended  *time.Time `json:"endedAt,omitempty"`
 	WakeAt *time.Time `json:"wakeAt,omitempty"`
@@ -72,7 +72,8 @@ type StepView struct {
 	LateSeconds float64         `json:"lateSeconds,omitempty"`
 	Event       string          `json:"event,omitempty"`
 	Output      json.RawMessage `json:"output,omitempty"`
-	// Note says why a sleep or wait ended without finishing: the cancel's reason.
+	// Note says why a call ended without finishing: the cancel's reason for a sleep or wait,
+	// the error of a failed step the body went on past.
 	Note string `json:"note,omitempty"`
 }
 
@@ -159,6 +160,8 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 		switch x := p.(type) {
 		case history.StepCompleted:
 			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "step", Name: x.StepName, Status: "completed", At: at, Ended: &at, Output: renderJSON(x.Output)})
+		case history.StepFailed:
+			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "step", Name: x.StepName, Status: "failed", At: at, Ended: &at, Note: x.Error})
 		case history.TimerStarted:
 			wake := x.WakeAt
 			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "sleep", Name: x.TimerName, Status: "sleeping", At: at, WakeAt: &wake})
