@@ -282,3 +282,48 @@ func TestAFutureRecordsWithoutTheFailureTheBodyReturns(t *testing.T) {
 		}
 	})
 }
+
+// A parallel step's failure the body saw (Await) and went on past is recorded too: the replay
+// settles the future with the same failure instead of running the step again. One the body never
+// looked at is not, and neither is one it returned.
+func TestAFutureFailureTheBodyWentOnPastReplays(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var quotes atomic.Int32
+		j := jobs.MustDefine("quote-or-default", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (int, error) {
+				f := jobs.Go(ctx, "quote", func(context.Context) (int, error) {
+					if quotes.Add(1) == 1 {
+						return 0, jobs.Errorf("X_NO_QUOTE", "carrier down")
+					}
+					return 40, nil
+				})
+				price, err := f.Await(ctx)
+				if err != nil {
+					if !jobs.HasCode(err, "X_NO_QUOTE") || err.Error() != "X_NO_QUOTE: carrier down" {
+						return 0, fmt.Errorf("the future failed with %q", err)
+					}
+					if price, err = jobs.Step(ctx, "default-price", func(context.Context) (int, error) { return 50, nil }); err != nil {
+						return 0, err
+					}
+				}
+				if err := jobs.Sleep(ctx, "settle", time.Hour); err != nil {
+					return 0, err
+				}
+				return price, nil
+			})
+		env.Worker(worker.Config{StickyRuns: -1}, j)
+		id := enqueue(t, env, j, 1)
+		env.Await(id, store.StateSuspended)
+		env.Advance(time.Hour)
+		run := env.Await(id, store.StateCompleted, store.StateBlocked, store.StateFailed)
+		if run.State != store.StateCompleted {
+			t.Fatalf("run %s: %s %s", run.State, run.ErrorCode, run.Error)
+		}
+		if price, _ := j.Result(run.Result); price != 50 || quotes.Load() != 1 {
+			t.Fatalf("price %d after %d quotes; want the default, 50, after one", price, quotes.Load())
+		}
+		if kinds := strings.Join(testenv.Kinds(env.History(id)), ","); !strings.HasPrefix(kinds, "RunStarted,StepFailed:quote,StepCompleted:default-price,TimerStarted:settle,") {
+			t.Fatalf("history %s", kinds)
+		}
+	})
+}

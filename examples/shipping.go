@@ -86,10 +86,10 @@ func shipVia(c *jobs.Ctx, in ShipmentInput, carriers []string) (Shipment, error)
 		quotes[i] = jobs.Go(c, "quote:"+name, func(ctx context.Context) (Quote, error) {
 			q, err := QuoteFor(name, in.Grams)
 			if err != nil {
-				// The body goes on past a refusal, and it decides the label below: so it is a
-				// result, recorded like a price. A failed step is not recorded, and a replay
-				// would ask the carrier again, might get a price this time, and print a label
-				// for another carrier than the run it replays chose.
+				// The body goes on past a refusal, and it decides the label below: it is data
+				// here, a result recorded like a price, so the history and the trace read as
+				// each carrier's answer. (Returned as the step's error and seen by the body, it
+				// would be recorded too, as a failure a replay hands back.)
 				return Quote{Carrier: name, Refused: err.Error()}, nil
 			}
 			return q, nil

@@ -14,6 +14,10 @@ type StepFailed struct {
 	Code string `msgpack:"code,omitempty"`
 	// Error is the failure's text, as its Error method gave it.
 	Error string `msgpack:"error"`
+	// Parallel marks a step started with jobs.Go: replay matches it by name, as a completed one,
+	// and settles its future with the failure. It is recorded once the body has seen the
+	// failure (Await) and went on past it.
+	Parallel bool `msgpack:"parallel,omitempty"`
 }
 
 func (StepFailed) Kind() Kind     { return KindStepFailed }

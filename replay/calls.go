@@ -173,6 +173,13 @@ func (cs *calls) step(seq int64, v history.StepCompleted) {
 // stepFailed folds a recorded failure: into the place the body's live failure already holds
 // (the oldest not yet recorded by that name), or as a new call.
 func (cs *calls) stepFailed(seq int64, v history.StepFailed) {
+	if v.Parallel {
+		if cs.futures == nil {
+			cs.futures = map[string]call{}
+		}
+		cs.futures[v.StepName] = call{kind: kindStep, name: v.StepName, seq: seq, state: done, fail: &v}
+		return
+	}
 	if cs.unrecorded > 0 {
 		for i := range cs.list {
 			if c := &cs.list[i]; c.seq == 0 && c.fail != nil && c.name == v.StepName {

@@ -45,6 +45,19 @@ func (e *Execution) stepFailed(name string, err error) {
 	e.recMu.Unlock()
 }
 
+// futureFailed queues a parallel step's failure the body has seen (Await, AwaitAll, AwaitFirst
+// read it): from then on it may decide what the body does, as a failed Step's does. Matched by
+// name on replay, so it needs no place among the calls. Body goroutine.
+func (e *Execution) futureFailed(name string, err error) {
+	if e.rec == nil || e.aborted.Load() != nil {
+		return
+	}
+	e.recMu.Lock()
+	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: name, Code: string(jobs.CodeOf(err)),
+		Error: err.Error(), Parallel: true})
+	e.recMu.Unlock()
+}
+
 // withHandled returns cmds after the failures queued since the last record. Failures too many to
 // go with cmds in one record go ahead in records of their own. recMu held.
 func (e *Execution) withHandled(cmds []frontend.Command) ([]frontend.Command, error) {

@@ -52,6 +52,10 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 	rec, ok := e.cs.futures[name]
 	e.csMu.Unlock()
 	if ok {
+		if rec.fail != nil {
+			p.Settle(nil, rec.seq, replayedFailure(rec.fail))
+			return p
+		}
 		p.Settle(rec.output, rec.seq, nil)
 		return p
 	}
@@ -92,7 +96,7 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		out, err := e.runStep(c, name, fn)
 		returned = true
 		if err != nil {
-			p.Settle(nil, 0, err)
+			p.SettleFailed(err, func() { e.futureFailed(name, err) })
 			return
 		}
 		e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true}, p)
