@@ -254,6 +254,17 @@ func newKillableTransport() *killableTransport {
 	return k
 }
 
+// awaitSession waits until the worker attends its session on eng: it attends just after its
+// start, and a test that kills it before then tests a worker the engine never knew was there.
+func awaitSession(t *testing.T, eng *engine.Engine, workerID string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !eng.SessionLive(workerID); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s does not attend its session after 10s", workerID)
+		}
+	}
+}
+
 var errConnRefused = &net.AddrError{Err: "connection refused (the worker is dead)"}
 
 func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -306,7 +317,7 @@ func TestDeadWorkerIsReclaimedBeforeItsLeaseLapses(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-g.entered
-			time.Sleep(100 * time.Millisecond) // the session is attended
+			awaitSession(t, e.eng, doomed.ID())
 			killed := time.Now()
 			kt.kill()
 

@@ -56,6 +56,7 @@ func TestDroppedSessionEndsStickyReservations(t *testing.T) {
 			if run.WorkerID != doomed.ID() {
 				t.Fatalf("the parked run is reserved for %q, want the worker that parked it (%q)", run.WorkerID, doomed.ID())
 			}
+			awaitSession(t, e.eng, doomed.ID())
 			kt.kill()
 			// The grace is 1s by default; the lease (20s) and the nap (1h) are far off, so only the
 			// dropped session can end the reservation.
