@@ -331,8 +331,9 @@ func Kinds(events []history.Event) []string {
 	return out
 }
 
-// Calls lists the durable calls a run recorded, in order, as "step:name", "sleep:name",
-// "wait:name", "publish:name" or "enqueue:name": what the body did, without the wake-ups.
+// Calls lists the durable calls a run recorded, in order, as "step:name", "step-failed:name" (a
+// failed step the body went on past), "sleep:name", "wait:name", "publish:name" or
+// "enqueue:name": what the body did, without the wake-ups.
 func (e *Env) Calls(runID string) []string {
 	e.T.Helper()
 	var out []string
@@ -340,6 +341,8 @@ func (e *Env) Calls(runID string) []string {
 		switch ev.Kind {
 		case history.KindStepCompleted:
 			out = append(out, "step:"+ev.Name)
+		case history.KindStepFailed:
+			out = append(out, "step-failed:"+ev.Name)
 		case history.KindTimerStarted:
 			out = append(out, "sleep:"+ev.Name)
 		case history.KindEventWaitStarted:

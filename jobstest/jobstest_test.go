@@ -189,3 +189,26 @@ func TestACappedJobRunsInTurn(t *testing.T) {
 		}
 	}
 }
+
+// A fallback is testable: Calls lists the failed step the body went on past, in its place.
+func TestCallsListAFailedStepTheBodyWentOnPast(t *testing.T) {
+	t.Parallel()
+	pay := jobs.MustDefine("pay", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+		func(ctx *jobs.Ctx, in order) (string, error) {
+			if _, err := jobs.Step(ctx, "charge", func(context.Context) (int, error) {
+				return 0, jobs.Errorf("X_DECLINED", "declined")
+			}); err == nil {
+				return "card", nil
+			}
+			if _, err := jobs.Step(ctx, "invoice", func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return "", err
+			}
+			return "invoice", nil
+		})
+	env := jobstest.New(t, jobstest.Options{}, pay)
+	run := jobstest.Enqueue(env, pay, order{ID: "p1"})
+	if got := jobstest.Result(env, pay, run); got != "invoice" {
+		t.Fatalf("result %q", got)
+	}
+	env.AssertSteps(run, "step-failed:charge", "step:invoice")
+}
