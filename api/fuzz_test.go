@@ -51,6 +51,11 @@ func FuzzWorkerProtocol(f *testing.F) {
 			{Kind: frontend.CmdWait, Name: "w", Event: "e", Match: []string{"a=1"}, TimeoutAt: time.Unix(1, 0)},
 		}}),
 		mustMsgpack(frontend.RecordRequest{RunID: "r", Commands: []frontend.Command{{Kind: "explode"}}}),
+		mustMsgpack(frontend.RecordRequest{RunID: "r", Fence: 1, WorkerID: "w", AfterSeq: 1, Commands: []frontend.Command{
+			{Kind: frontend.CmdStepFailed, Name: "s", Code: "X_\x00", Error: string(bytes.Repeat([]byte{0xff}, 70000)), Parallel: true},
+			{Kind: frontend.CmdStepFailed, Name: "\x00"},
+			{Kind: frontend.CmdStep, Name: "s", Output: []byte{0xc0}},
+		}}),
 		mustMsgpack(frontend.HeartbeatRequest{WorkerID: "w", Leases: []frontend.Lease{{RunID: "r", Fence: 2}}}),
 		mustMsgpack(HistoryRequest{RunID: "r", AfterSeq: -5}),
 		{},
