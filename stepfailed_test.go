@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -324,6 +325,49 @@ func TestAFutureFailureTheBodyWentOnPastReplays(t *testing.T) {
 		}
 		if kinds := strings.Join(testenv.Kinds(env.History(id)), ","); !strings.HasPrefix(kinds, "RunStarted,StepFailed:quote,StepCompleted:default-price,TimerStarted:settle,") {
 			t.Fatalf("history %s", kinds)
+		}
+	})
+}
+
+// An operator may re-run a dead run from a failed step the body went on past: the retry discards
+// the failure and what followed it, and the step runs again.
+func TestRetryFromAFailedStepTheBodyWentOnPast(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		var charges, ships atomic.Int32
+		j := jobs.MustDefine("pay-and-ship", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+			func(ctx *jobs.Ctx, in int) (string, error) {
+				via := "card"
+				if _, err := jobs.Step(ctx, "charge", func(context.Context) (int, error) {
+					if charges.Add(1) == 1 {
+						return 0, jobs.Errorf(codeDeclined, "declined")
+					}
+					return 1, nil
+				}); err != nil {
+					via = "invoice"
+				}
+				// Recorded with the failure ahead of it.
+				if _, err := jobs.Step(ctx, "label", func(context.Context) (string, error) { return via, nil }); err != nil {
+					return "", err
+				}
+				if _, err := jobs.Step(ctx, "ship", func(context.Context) (int, error) {
+					if ships.Add(1) == 1 {
+						return 0, jobs.Errorf(jobs.CodeBadRequest, "no address") // terminal: dead-letters
+					}
+					return 1, nil
+				}); err != nil {
+					return "", err
+				}
+				return via, nil
+			})
+		env.Worker(worker.Config{}, j)
+		id := enqueue(t, env, j, 1)
+		env.Await(id, store.StateFailed)
+		if _, err := env.Engine.Retry(context.Background(), engine.RetryRequest{RunID: id, FromStep: "charge", By: "ops", Reason: "card fixed"}); err != nil {
+			t.Fatalf("retry from the failed step: %v", err)
+		}
+		run := env.Await(id, store.StateCompleted, store.StateFailed, store.StateBlocked)
+		if via, _ := j.Result(run.Result); run.State != store.StateCompleted || via != "card" || charges.Load() != 2 {
+			t.Fatalf("run %s %q via %q, charged %d times; want completed via card, the charge run again", run.State, run.Error, via, charges.Load())
 		}
 	})
 }

@@ -474,13 +474,14 @@ func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error)
 		if err != nil {
 			return store.Run{}, err
 		}
-		// The newest completion of that step in the effective history: a completion an earlier
-		// retry discarded (recorded at or after its FromSeq) is not one, as the replay's fold does
-		// not count it. Found among them, the retry discarded what was recorded since, steps that
-		// still stood included, and ran them again.
+		// The newest record of that step in the effective history, its completion or a failure
+		// the body went on past: one an earlier retry discarded (recorded at or after its
+		// FromSeq) is not one, as the replay's fold does not count it. Found among them, the
+		// retry discarded what was recorded since, steps that still stood included, and ran
+		// them again.
 		for _, ev2 := range events {
 			switch ev2.Kind {
-			case history.KindStepCompleted:
+			case history.KindStepCompleted, history.KindStepFailed:
 				if ev2.Name == req.FromStep {
 					ev.FromSeq = ev2.Seq
 				}
@@ -495,7 +496,7 @@ func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error)
 			}
 		}
 		if ev.FromSeq == 0 {
-			return store.Run{}, jobs.Errorf(jobs.CodeStepNotFound, "run %s has no completed step %q", req.RunID, req.FromStep)
+			return store.Run{}, jobs.Errorf(jobs.CodeStepNotFound, "run %s has no recorded step %q", req.RunID, req.FromStep)
 		}
 	}
 	now := e.clock.Now()
