@@ -97,10 +97,10 @@ type (
 		By     string `json:"by,omitempty" jsonschema:"who retries, recorded in the history; default the server's actor"`
 		Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the run's history"`
 	}
-	// RetryFromStepInput re-runs a run from a completed step on.
+	// RetryFromStepInput re-runs a run from a recorded step on.
 	RetryFromStepInput struct {
 		RunID  string `json:"run_id" jsonschema:"the run's id"`
-		Step   string `json:"step" jsonschema:"the completed step to re-run from; the steps before it keep their results"`
+		Step   string `json:"step" jsonschema:"the step to re-run from (completed, or failed and gone past by the body); the steps before it keep their results"`
 		By     string `json:"by,omitempty" jsonschema:"who retries, recorded in the history; default the server's actor"`
 		Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the run's history"`
 	}
@@ -245,7 +245,7 @@ func (t *tools) register(s *sdk.Server) {
 			}
 			return t.c.Retry(ctx, engine.RetryRequest{RunID: in.RunID, By: t.by(in.By), Reason: in.Reason})
 		})
-	add(t, s, ToolRetryFromStep, "Retry a dead-lettered or blocked run from a completed step: the steps before it keep their results, the step and those after run again. Operators only.",
+	add(t, s, ToolRetryFromStep, "Retry a dead-lettered or blocked run from a recorded step (completed, or failed and gone past by the body): the steps before it keep their results, the step and those after run again. Operators only.",
 		acting("Retry a run from a step", false), func(ctx context.Context, in RetryFromStepInput) (any, error) {
 			if err := required("run_id", in.RunID); err != nil {
 				return nil, err
