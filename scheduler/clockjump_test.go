@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,65 +134,4 @@ func TestWatermarkSlightlyAheadIsTrusted(t *testing.T) {
 		t.Errorf("watermark %v, want 10:00 kept", w)
 	}
 	wantFired(t, env, "hourly", keys("hourly", time.Hour))
-}
-
-// The leader's clock jumps a day ahead, its round renews the lease to that clock's now plus the
-// lease, and then it stops. The other node's clock is right: it watches the lease go unrenewed for
-// a whole lease, takes it although it ends a day ahead, says so, and fires the next occurrences at
-// their time. A live leader on the same jumped clock, renewing every round, is not taken from.
-func TestALeaseLeftAheadByAStoppedLeaderIsTaken(t *testing.T) {
-	t.Parallel()
-	for _, b := range testenv.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			jc := newJumpClock()
-			env := testenv.Start(t, testenv.Options{Store: b.Open(t), Clock: jc})
-			logs := &testenv.LogBuffer{}
-			reg := prometheus.NewRegistry()
-			hourly := define(t, "hourly", "0 * * * *", "UTC")
-			a := start(t, env, "a", hourly)
-			bs, err := scheduler.New(scheduler.Config{Engine: env.Engine, ID: "b", Logger: logs.Logger(), Registerer: reg,
-				Schedules: scheduler.Static(hourly)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = bs.Stop(context.Background()) })
-
-			tick(t, a) // a leads from 09:00
-			// a's clock runs a day ahead for a while and a keeps renewing: b, on the right
-			// clock, watches the lease change and leaves it.
-			for s := 1; s <= 60; s++ {
-				jc.at(time.Duration(s)*time.Second, 24*time.Hour)
-				tick(t, a)
-				jc.at(time.Duration(s)*time.Second, 0)
-				tick(t, bs)
-				if bs.Leading() {
-					t.Fatalf("b took the lease of a leader renewing it every round (at 09:00:%02d)", s)
-				}
-			}
-			// a stops after its last jumped round. b's rounds go on every second.
-			for s := 61; s <= 3700; s++ {
-				jc.at(time.Duration(s)*time.Second, 0)
-				tick(t, bs)
-			}
-			if !bs.Leading() {
-				t.Fatal("b does not lead an hour after a stopped; its lease ends a day ahead")
-			}
-			if n := strings.Count(logs.String(), "jobs.scheduler.lease-taken"); n != 1 {
-				t.Errorf("lease-taken logged %d times, want once:\n%s", n, logs.String())
-			}
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP jobs_scheduler_lease_taken_total Leader leases this engine's scheduler took from a holder that had stopped renewing one that ends in this node's future (set by a clock that ran ahead).
-# TYPE jobs_scheduler_lease_taken_total counter
-jobs_scheduler_lease_taken_total 1
-`), "jobs_scheduler_lease_taken_total"); err != nil {
-				t.Error(err)
-			}
-			// 10:00 fired at its time, by b (a's jumped rounds fired 09:00 of the next day, skip's
-			// latest due, early).
-			got := fired(t, env, "hourly")
-			if !slices.Contains(got, scheduler.OccurrenceKey("hourly", t0.Add(time.Hour))) {
-				t.Errorf("fired %v; want 10:00 among them", got)
-			}
-		})
-	}
 }

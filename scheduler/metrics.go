@@ -10,9 +10,9 @@ import (
 // collector reads the schedules' durable state at each scrape, so every engine replica reports
 // the same figures and a restarted one reports them at once.
 type collector struct {
-	s                       *Scheduler
-	lastFire, missed, lead  *prometheus.Desc
-	clockBehind, leaseTaken *prometheus.Desc
+	s                      *Scheduler
+	lastFire, missed, lead *prometheus.Desc
+	clockBehind            *prometheus.Desc
 }
 
 func newCollector(s *Scheduler) *collector {
@@ -25,8 +25,6 @@ func newCollector(s *Scheduler) *collector {
 			"1 when this engine's scheduler holds the leader lease, else 0.", nil, nil),
 		clockBehind: prometheus.NewDesc("jobs_scheduler_clock_behind_total",
 			"Schedule watermarks this engine's scheduler found ahead of its clock, set by a round on a clock that ran ahead, and pulled back to now.", nil, nil),
-		leaseTaken: prometheus.NewDesc("jobs_scheduler_lease_taken_total",
-			"Leader leases this engine's scheduler took from a holder that had stopped renewing one that ends in this node's future (set by a clock that ran ahead).", nil, nil),
 	}
 }
 
@@ -35,7 +33,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.missed
 	ch <- c.lead
 	ch <- c.clockBehind
-	ch <- c.leaseTaken
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -45,7 +42,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.emit(ch, c.lead, prometheus.GaugeValue, lead)
 	c.emit(ch, c.clockBehind, prometheus.CounterValue, float64(c.s.clockBehind.Load()))
-	c.emit(ch, c.leaseTaken, prometheus.CounterValue, float64(c.s.leaseTaken.Load()))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	infos, err := c.s.Inspect(ctx)

@@ -89,13 +89,6 @@ type Scheduler struct {
 
 	// clockBehind counts the watermarks this node pulled back (jobs.scheduler.clock-behind).
 	clockBehind atomic.Int64
-	// leaseTaken counts the stale leases this node took (jobs.scheduler.lease-taken).
-	leaseTaken atomic.Int64
-
-	// seen is another holder's lease as this node last saw it change, and when, on this node's
-	// clock (lease.go). Under round.
-	seen   store.Leader
-	seenAt time.Time
 }
 
 // New returns a scheduler; Start runs it.
@@ -243,16 +236,9 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 		return err
 	}
 	if l.Holder != s.cfg.ID {
-		if l, err = s.takeStale(ctx, l, now); err != nil {
-			s.setLeading(false)
-			return err
-		}
-	}
-	if l.Holder != s.cfg.ID {
 		s.setLeading(false)
 		return nil
 	}
-	s.seen = store.Leader{}
 	s.setLeading(true)
 	cs, err := s.declared(ctx)
 	if err != nil {

@@ -425,9 +425,6 @@ jobs_scheduler_leader 1
 # HELP jobs_scheduler_clock_behind_total Schedule watermarks this engine's scheduler found ahead of its clock, set by a round on a clock that ran ahead, and pulled back to now.
 # TYPE jobs_scheduler_clock_behind_total counter
 jobs_scheduler_clock_behind_total 0
-# HELP jobs_scheduler_lease_taken_total Leader leases this engine's scheduler took from a holder that had stopped renewing one that ends in this node's future (set by a clock that ran ahead).
-# TYPE jobs_scheduler_lease_taken_total counter
-jobs_scheduler_lease_taken_total 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
