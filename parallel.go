@@ -29,9 +29,6 @@ type Promise struct {
 	out  []byte
 	seq  int64
 	err  error
-	// seen is called once, the first time Outcome reports err: the body has seen the failure.
-	seen     func()
-	seenOnce sync.Once
 }
 
 // NewPromise returns an unsettled promise.
@@ -48,22 +45,8 @@ func (p *Promise) Settle(out []byte, seq int64, err error) {
 // Done is closed when the promise is settled.
 func (p *Promise) Done() <-chan struct{} { return p.done }
 
-// SettleFailed settles the promise with a step's error, and has seen called, once, the first
-// time Outcome reports it: a runtime records a failure the body has seen (and went on past).
-func (p *Promise) SettleFailed(err error, seen func()) {
-	p.once.Do(func() {
-		p.err, p.seen = err, seen
-		close(p.done)
-	})
-}
-
 // Outcome returns the settled outcome; call it after Done.
-func (p *Promise) Outcome() (out []byte, seq int64, err error) {
-	if p.err != nil && p.seen != nil {
-		p.seenOnce.Do(p.seen)
-	}
-	return p.out, p.seq, p.err
-}
+func (p *Promise) Outcome() (out []byte, seq int64, err error) { return p.out, p.seq, p.err }
 
 // Parallel is implemented by runtimes that can run durable steps side by side (the worker's
 // replay runtime).
@@ -105,10 +88,10 @@ func Go[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) *Fu
 func (f *Future[T]) Name() string { return f.name }
 
 // Await waits for the step and returns its result, or its error; the other steps keep their
-// results. A failure the body sees here and goes on past is recorded with the body's next
-// durable call (or before it completes), and a replay settles the future with the same text and
-// code without running the step, as for a failed Step; a failure the body returns is not, and
-// the retry runs the step again. Await may be called any number of times.
+// results. A step's failure is recorded with the body's next durable call (or before it
+// completes), and a replay settles the future with the same text and code without running the
+// step, as for a failed Step; a failure the body returns before its next durable call is not,
+// and the retry runs the step again. Await may be called any number of times.
 func (f *Future[T]) Await(c *Ctx) (T, error) {
 	var zero T
 	if err := wait(c, f.p); err != nil {

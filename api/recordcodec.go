@@ -60,7 +60,7 @@ func appendCommand(b []byte, c *frontend.Command) ([]byte, error) {
 	// kind is always there; each other field only when not empty (omitempty).
 	n := 1
 	for _, set := range [...]bool{c.Name != "", len(c.Output) > 0, !c.WakeAt.IsZero(), c.Event != "", len(c.Match) > 0,
-		!c.TimeoutAt.IsZero(), c.Lookback != "", c.Sticky, c.Attempt != 0, c.Code != "", c.Error != "", c.Step != "",
+		!c.TimeoutAt.IsZero(), c.Lookback != "", c.Sticky, c.RetryAfter != 0, c.Attempt != 0, c.Code != "", c.Error != "", c.Step != "",
 		c.Stop != "", !c.RetryAt.IsZero(), !c.ReadyAt.IsZero(), c.Effect != nil, c.Version != 0, c.Parallel, c.Matched} {
 		if set {
 			n++
@@ -103,6 +103,9 @@ func appendCommand(b []byte, c *frontend.Command) ([]byte, error) {
 	tm("timeout_at", c.TimeoutAt)
 	str("lookback", c.Lookback)
 	flag("sticky", c.Sticky)
+	if c.RetryAfter != 0 {
+		b = msgp.AppendInt(msgp.AppendStr(b, "retry_after"), int64(c.RetryAfter))
+	}
 	num("attempt", c.Attempt)
 	str("code", c.Code)
 	str("error", c.Error)
@@ -236,6 +239,9 @@ func command(r *msgp.Reader, c *frontend.Command) error {
 			c.Lookback, err = r.Str()
 		case "sticky":
 			c.Sticky, err = r.Bool()
+		case "retry_after":
+			v, err = r.Int()
+			c.RetryAfter = time.Duration(v)
 		case "attempt":
 			v, err = r.Int()
 			c.Attempt = int(v)

@@ -86,7 +86,7 @@ func randRecord(r *rand.Rand) frontend.RecordRequest {
 	for i := range req.Commands {
 		c := frontend.Command{Kind: frontend.CommandKind(randText(r)), Name: randText(r), Output: randBytes(r),
 			WakeAt: randTime(r), Event: randText(r), TimeoutAt: randTime(r), Lookback: randText(r), Sticky: r.IntN(2) == 0,
-			Attempt: int(randInt(r)), Code: randText(r), Error: randText(r), Step: randText(r), Stop: randText(r),
+			RetryAfter: time.Duration(randInt(r)), Attempt: int(randInt(r)), Code: randText(r), Error: randText(r), Step: randText(r), Stop: randText(r),
 			RetryAt: randTime(r), ReadyAt: randTime(r), Version: int(randInt(r)), Parallel: r.IntN(2) == 0, Matched: r.IntN(2) == 0}
 		if r.IntN(3) == 0 {
 			c.Match = []string{randText(r), randText(r)}

@@ -20,9 +20,6 @@ import (
 const (
 	// maxMatchPairs bounds a wait's match: every pair is an index entry in the store.
 	maxMatchPairs = 64
-	// maxErrorText bounds the error text an attempt's failure stores; the rest is cut, never
-	// refused, so the failure it reports is not lost.
-	maxErrorText = 16 << 10
 )
 
 // checkCommand refuses a command the engine would not store as sent: a value out of its bounds,
@@ -94,7 +91,7 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 	case frontend.CmdFail:
 		// A failure's texts come from the job's error (freetext): kept as they are, a NUL or a
 		// bad byte made Postgres refuse the whole write, and the run was run again for ever.
-		c.Code, c.Error, c.Step = freetext.Clean(c.Code), freetext.Cut(c.Error, maxErrorText), freetext.Clean(c.Step)
+		c.Code, c.Error, c.Step = freetext.Clean(c.Code), freetext.Cut(c.Error, frontend.MaxErrorText), freetext.Clean(c.Step)
 		if c.Attempt < 1 {
 			return bad("attempt %d; attempts count from 1", c.Attempt)
 		}
@@ -108,7 +105,10 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 			return bad("stop %q is not terminal or attempts-exhausted", c.Stop)
 		}
 	case frontend.CmdBlock, frontend.CmdStepFailed:
-		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, maxErrorText)
+		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, frontend.MaxErrorText)
+		if c.Kind == frontend.CmdStepFailed && (c.RetryAfter < 0 || c.RetryAfter > jobs.WakeHorizon) {
+			return bad("retry-after %s is outside [0, 100 years]", c.RetryAfter)
+		}
 	case frontend.CmdRelease:
 		if !c.ReadyAt.IsZero() {
 			return inBounds("ready time", c.ReadyAt)

@@ -141,13 +141,15 @@ type Command struct {
 	Lookback string `msgpack:"lookback,omitempty"`
 	// Sticky: the worker keeps the suspended run parked and wants first call on its wake-up.
 	Sticky bool `msgpack:"sticky,omitempty"`
-	// Fail and block (Code and Error also a failed step's).
-	Attempt int       `msgpack:"attempt,omitempty"`
-	Code    string    `msgpack:"code,omitempty"`
-	Error   string    `msgpack:"error,omitempty"`
-	Step    string    `msgpack:"step,omitempty"`
-	Stop    string    `msgpack:"stop,omitempty"`
-	RetryAt time.Time `msgpack:"retry_at,omitempty"`
+	// Fail and block (Code and Error also a failed step's, and RetryAfter: the delay its error
+	// named, jobs.Error.RetryAfter).
+	RetryAfter time.Duration `msgpack:"retry_after,omitempty"`
+	Attempt    int           `msgpack:"attempt,omitempty"`
+	Code       string        `msgpack:"code,omitempty"`
+	Error      string        `msgpack:"error,omitempty"`
+	Step       string        `msgpack:"step,omitempty"`
+	Stop       string        `msgpack:"stop,omitempty"`
+	RetryAt    time.Time     `msgpack:"retry_at,omitempty"`
 	// Release.
 	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
 	// Publish and enqueue.
@@ -224,4 +226,8 @@ const (
 	MaxRecordCommands = 1024
 	// MaxHeartbeatLeases bounds a heartbeat's leases (a worker holding more sends several).
 	MaxHeartbeatLeases = 1 << 14
+	// MaxErrorText bounds the error text a failure (an attempt's, a failed step's, a block's)
+	// keeps: the rest is cut, never refused, so the failure is not lost. The engine cuts what it
+	// is sent; a worker cuts a failed step's before it queues it.
+	MaxErrorText = 16 << 10
 )

@@ -1,5 +1,7 @@
 package history
 
+import "time"
+
 // StepFailed records a step whose function failed and whose failure the body went on past: it
 // made another durable call, or completed. Replay returns the recorded failure instead of running
 // the step again, so a body that branches on it takes the branch it took live, whatever the step
@@ -12,8 +14,11 @@ type StepFailed struct {
 	StepName string `msgpack:"name"`
 	// Code is the failure's jobs code, "" for an error that carries none.
 	Code string `msgpack:"code,omitempty"`
-	// Error is the failure's text, as its Error method gave it.
+	// Error is the failure's text, as its Error method gave it (cleaned and cut as every failure
+	// text is: frontend.MaxErrorText).
 	Error string `msgpack:"error"`
+	// RetryAfter is the delay the failure named (jobs.Error.RetryAfter), for the retry classes.
+	RetryAfter time.Duration `msgpack:"retry_after,omitempty"`
 	// Parallel marks a step started with jobs.Go: replay matches it by name, as a completed one,
 	// and settles its future with the failure. It is recorded once the body has seen the
 	// failure (Await) and went on past it.

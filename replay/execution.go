@@ -138,8 +138,9 @@ type Execution struct {
 	// versions are the change points reached so far (version.go; body goroutine).
 	versions map[string]int
 	// handled are the failed steps the body went on past, to go out ahead of the next record
-	// (failed.go); under recMu.
+	// (failed.go); under recMu. queued is its length, read without the lock.
 	handled []frontend.Command
+	queued  atomic.Int32
 }
 
 type resumeMsg struct {
@@ -338,7 +339,7 @@ func (e *Execution) begin(k callKind, name, event string) int {
 			e.cfg.Info.RunID, name)})
 	}
 	e.useName(name)
-	if e.recordedFuture(name) {
+	if e.recordedFuture(name) && !e.failedAt(e.pos, name) {
 		e.verdict(Outcome{Kind: Blocked, Err: jobs.Errorf(jobs.CodeReplayDiverged,
 			"run %s: the history records %q as a parallel step (jobs.Go), the code now calls it as a %s",
 			e.cfg.Info.RunID, name, k)})
@@ -363,6 +364,15 @@ func (e *Execution) begin(k callKind, name, event string) int {
 	}
 	e.pos++
 	return -1
+}
+
+// failedAt reports whether the call recorded at i is a failure of the step name: a step that
+// failed and was tried again under its name with jobs.Go (or the reverse) has both a sequential
+// record and a parallel one.
+func (e *Execution) failedAt(i int, name string) bool {
+	e.csMu.Lock()
+	defer e.csMu.Unlock()
+	return i < len(e.cs.list) && e.cs.list[i].fail != nil && e.cs.list[i].name == name
 }
 
 // undo takes back a live call that did not get recorded (its step failed), so the body may try
@@ -405,6 +415,7 @@ func (e *Execution) recordLocked(cmds []frontend.Command, body bool) (frontend.R
 	}
 	if body {
 		e.handled = nil // they went out ahead of cmds
+		e.queued.Store(0)
 	}
 	if len(cmds) == 1 && len(resp.Appended) == 1 {
 		if c, ev := &cmds[0], &resp.Appended[0]; c.Kind == frontend.CmdStep && !c.Parallel &&

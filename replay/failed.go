@@ -1,11 +1,14 @@
 package replay
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/freetext"
 )
 
 // A step whose function fails writes nothing at once: most failures end the attempt (the body
@@ -34,35 +37,81 @@ func (e *Execution) stepFailed(name string, err error) {
 		return
 	}
 	delete(e.names, name)
-	f := &history.StepFailed{StepName: name, Code: string(jobs.CodeOf(err)), Error: err.Error()}
+	f := failure(name, err, false)
 	// seq 0 until the record lands (calls.stepFailed gives it its seq): the body has made this
 	// call, and its next one is matched after it.
 	e.cs.list = append(e.cs.list, call{kind: kindStep, name: name, state: done, fail: f})
 	e.cs.unrecorded++
 	e.csMu.Unlock()
+	e.queue(f)
+}
+
+// failure is a failed step's record: its code, its text (cleaned and cut as the engine keeps
+// it, so a record of many failures stays small) and the delay it named.
+func failure(name string, err error, parallel bool) *history.StepFailed {
+	f := &history.StepFailed{StepName: name, Code: string(jobs.CodeOf(err)), Error: freetext.Cut(errorText(err), frontend.MaxErrorText),
+		Parallel: parallel}
+	var je *jobs.Error
+	if errors.As(err, &je) && je != nil {
+		f.RetryAfter = max(je.RetryAfter, 0)
+	}
+	return f
+}
+
+// errorText is err's text. A step may return a typed nil (a nil *MyError as an error), which
+// is not a nil error, and whose Error method may well dereference it: the body that only
+// checks err != nil must not see the engine panic on it.
+func errorText(err error) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprintf("%T (its Error method panicked)", err)
+		}
+	}()
+	return err.Error()
+}
+
+// queue queues f for the body's next record.
+func (e *Execution) queue(f *history.StepFailed) {
 	e.recMu.Lock()
-	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: name, Code: f.Code, Error: f.Error})
+	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: f.StepName, Code: f.Code,
+		Error: f.Error, RetryAfter: f.RetryAfter, Parallel: f.Parallel})
+	e.queued.Store(int32(len(e.handled)))
 	e.recMu.Unlock()
 }
 
-// futureFailed queues a parallel step's failure the body has seen (Await, AwaitAll, AwaitFirst
-// read it): from then on it may decide what the body does, as a failed Step's does. Matched by
-// name on replay, so it needs no place among the calls. Body goroutine.
+// futureFailed queues a parallel step's failure for the body's next record, as a failed Step's:
+// a failure that happened before the body's next durable call is history from that call on.
+// Matched by name on replay, so it needs no place among the calls. The step's goroutine.
 func (e *Execution) futureFailed(name string, err error) {
 	if e.rec == nil || e.aborted.Load() != nil {
 		return
 	}
-	e.recMu.Lock()
-	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: name, Code: string(jobs.CodeOf(err)),
-		Error: err.Error(), Parallel: true})
-	e.recMu.Unlock()
+	e.queue(failure(name, err, true))
 }
 
-// withHandled returns cmds after the failures queued since the last record. Failures too many to
-// go with cmds in one record go ahead in records of their own. recMu held.
+// handledBytes bounds the failure texts a record carries: their texts are cut to
+// frontend.MaxErrorText each, but a loop of failures between two records could still add up past
+// what a request may carry.
+const handledBytes = 256 << 10
+
+// withHandled returns cmds after the failures queued since the last record. Failures too many,
+// or too large, to go with cmds in one record go ahead in records of their own. recMu held.
 func (e *Execution) withHandled(cmds []frontend.Command) ([]frontend.Command, error) {
-	for len(e.handled)+len(cmds) > frontend.MaxRecordCommands {
-		n := min(len(e.handled), frontend.MaxRecordCommands)
+	for {
+		n, size := 0, 0
+		for n < len(e.handled) && n+len(cmds) < frontend.MaxRecordCommands && size+len(e.handled[n].Error) <= handledBytes {
+			size += len(e.handled[n].Error)
+			n++
+		}
+		if n == len(e.handled) {
+			break // they all go with cmds
+		}
+		// Ahead, alone: as many as one record takes, at least one.
+		n, size = 0, 0
+		for n < len(e.handled) && n < frontend.MaxRecordCommands && (n == 0 || size+len(e.handled[n].Error) <= handledBytes) {
+			size += len(e.handled[n].Error)
+			n++
+		}
 		resp, err := e.send(e.handled[:n])
 		if err != nil {
 			return nil, err
@@ -71,6 +120,7 @@ func (e *Execution) withHandled(cmds []frontend.Command) ([]frontend.Command, er
 			return nil, err
 		}
 		e.handled = e.handled[n:]
+		e.queued.Store(int32(len(e.handled)))
 	}
 	if len(e.handled) == 0 {
 		return cmds, nil
@@ -82,6 +132,9 @@ func (e *Execution) withHandled(cmds []frontend.Command) ([]frontend.Command, er
 // flushHandled records the failures still queued, before the run completes: the completion
 // would otherwise be a history whose replay runs those steps again.
 func (e *Execution) flushHandled() error {
+	if e.queued.Load() == 0 {
+		return nil // without the lock: a record in flight holds it
+	}
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
 	if len(e.handled) == 0 {
@@ -111,7 +164,7 @@ func (f *stepFailure) Unwrap() error {
 func replayedFailure(f *history.StepFailed) error {
 	out := &stepFailure{text: f.Error}
 	if f.Code != "" {
-		out.code = &jobs.Error{Code: jobs.Code(f.Code), Message: strings.TrimPrefix(f.Error, f.Code+": ")}
+		out.code = &jobs.Error{Code: jobs.Code(f.Code), Message: strings.TrimPrefix(f.Error, f.Code+": "), RetryAfter: f.RetryAfter}
 	}
 	return out
 }

@@ -38,6 +38,13 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 	if e.bodyG.Load() == 0 {
 		e.bodyG.Store(goid())
 	}
+	// The failures the body went on past go out before a step it starts after them: the step's
+	// own record is not the body's, and does not carry them (failed.go), yet the body may have
+	// started it because of them.
+	if err := e.flushHandled(); err != nil {
+		p.Settle(nil, 0, err)
+		return p
+	}
 	if e.names[name] {
 		e.verdict(Outcome{Kind: Failed, Err: jobs.Errorf(jobs.CodeStepDuplicate,
 			"run %s: the name %q is used by two durable calls; names are the replay key and must be unique in a run",
@@ -90,18 +97,25 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 				// process would die: the step fails with the panic instead, unrecorded, and
 				// Await returns it (panic.go). Settled before inflight.Done, so a body that
 				// waits for the steps in flight sees it settled.
-				p.Settle(nil, 0, recovered(name, recover()))
+				e.settleFailed(p, name, recovered(name, recover()))
 			}
 		}()
 		out, err := e.runStep(c, name, fn)
 		returned = true
 		if err != nil {
-			p.SettleFailed(err, func() { e.futureFailed(name, err) })
+			e.settleFailed(p, name, err)
 			return
 		}
 		e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true}, p)
 	}()
 	return p
+}
+
+// settleFailed settles p with a parallel step's failure, queued first for the body's next
+// record: a body that reads it and goes on finds it recorded by then.
+func (e *Execution) settleFailed(p *jobs.Promise, name string, err error) {
+	e.futureFailed(name, err)
+	p.Settle(nil, 0, err)
 }
 
 // recordParallel records one finished parallel step, together with any others that finished
