@@ -31,6 +31,26 @@ func edgeEnv(t *testing.T) *testenv.Env {
 	return testenv.Start(t, testenv.Options{Store: memory.New()})
 }
 
+// edgeOverHTTP is an engine on the memory store served over HTTP, and a client of it for a
+// worker to reach it through, as a remote worker does.
+func edgeOverHTTP(t *testing.T) (*testenv.Env, *api.Client) {
+	t.Helper()
+	env := edgeEnv(t)
+	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Drain)
+	c, err := api.NewClient(ts.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return env, c
+}
+
 func edgeFinal(t *testing.T, env *testenv.Env, id string) store.Run {
 	t.Helper()
 	return env.Await(id, store.StateCompleted, store.StateBlocked, store.StateFailed)
@@ -575,19 +595,7 @@ func TestStepFailedEdgeStepFailedThenGoSameNameBothFail(t *testing.T) {
 // A step whose error carries an upstream's whole answer (a few MB of HTML, say); the body goes on
 // to a fallback. The worker reaches the engine over HTTP, as a remote worker does.
 func TestStepFailedEdgeHugeErrorTextOverHTTP(t *testing.T) {
-	env := edgeEnv(t)
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Drain)
-	c, err := api.NewClient(ts.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	env, c := edgeOverHTTP(t)
 	var tries atomic.Int32
 	page := strings.Repeat("<p>bad gateway</p>", 200_000) // 3.6 MB
 	j := jobs.MustDefine("edge-huge-error", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
@@ -689,19 +697,7 @@ func TestStepFailedEdgeTypedNilStepError(t *testing.T) {
 // Not one huge text but many ordinary ones: a retry loop whose tries each fail with an 8 KiB
 // error (under the 16 KiB the engine keeps), over HTTP.
 func TestStepFailedEdgeManyModestErrorTextsOverHTTP(t *testing.T) {
-	env := edgeEnv(t)
-	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Drain)
-	c, err := api.NewClient(ts.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	env, c := edgeOverHTTP(t)
 	var polls atomic.Int32
 	body := strings.Repeat("e", 8<<10)
 	j := jobs.MustDefine("edge-modest-errors", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
