@@ -19,10 +19,10 @@ import (
 // is recorded: the attempt fails, and a retry runs fn again. A body that goes on past the
 // failure (a fallback, a retry loop) has it recorded with its next durable call, or before it
 // completes, and from then on a replay (and every retry) returns the same failure, with the same
-// code (jobs.CodeOf), retry-after and text (cleaned to valid UTF-8 and cut at 16 KiB), without
-// calling fn, so the body takes the branch it took live. The error's Go type is not kept: match
-// on its code. The name stays free, so the body may call Step again under it; each try replays
-// in turn.
+// codes (jobs.CodeOf, errors.Is on a code), retry-after and text (cleaned to valid UTF-8 and cut
+// at 16 KiB), without calling fn, so the body takes the branch it took live. The error's Go type
+// is not kept: match on its codes. The name stays free, so the body may call Step again under
+// it; each try replays in turn. A panic in fn that the body recovers is such a failure too.
 func Step[T any](c *Ctx, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	// One variable for what the closure sets, so capturing it costs one allocation, not two: a

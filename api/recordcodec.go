@@ -60,7 +60,7 @@ func appendCommand(b []byte, c *frontend.Command) ([]byte, error) {
 	// kind is always there; each other field only when not empty (omitempty).
 	n := 1
 	for _, set := range [...]bool{c.Name != "", len(c.Output) > 0, !c.WakeAt.IsZero(), c.Event != "", len(c.Match) > 0,
-		!c.TimeoutAt.IsZero(), c.Lookback != "", c.Sticky, c.RetryAfter != 0, c.Attempt != 0, c.Code != "", c.Error != "", c.Step != "",
+		!c.TimeoutAt.IsZero(), c.Lookback != "", c.Sticky, c.RetryAfter != 0, len(c.Codes) > 0, c.Attempt != 0, c.Code != "", c.Error != "", c.Step != "",
 		c.Stop != "", !c.RetryAt.IsZero(), !c.ReadyAt.IsZero(), c.Effect != nil, c.Version != 0, c.Parallel, c.Matched} {
 		if set {
 			n++
@@ -105,6 +105,12 @@ func appendCommand(b []byte, c *frontend.Command) ([]byte, error) {
 	flag("sticky", c.Sticky)
 	if c.RetryAfter != 0 {
 		b = msgp.AppendInt(msgp.AppendStr(b, "retry_after"), int64(c.RetryAfter))
+	}
+	if len(c.Codes) > 0 {
+		b = msgp.AppendArrayLen(msgp.AppendStr(b, "codes"), len(c.Codes))
+		for _, s := range c.Codes {
+			b = msgp.AppendStr(b, s)
+		}
 	}
 	num("attempt", c.Attempt)
 	str("code", c.Code)
@@ -239,6 +245,8 @@ func command(r *msgp.Reader, c *frontend.Command) error {
 			c.Lookback, err = r.Str()
 		case "sticky":
 			c.Sticky, err = r.Bool()
+		case "codes":
+			c.Codes, err = r.Strs()
 		case "retry_after":
 			v, err = r.Int()
 			c.RetryAfter = time.Duration(v)

@@ -92,6 +92,9 @@ func randRecord(r *rand.Rand) frontend.RecordRequest {
 			c.Match = []string{randText(r), randText(r)}
 		}
 		if r.IntN(3) == 0 {
+			c.Codes = []string{randText(r)}
+		}
+		if r.IntN(3) == 0 {
 			c.Effect = &frontend.Effect{Job: randText(r), Input: randBytes(r), Delay: time.Duration(randInt(r)), Child: true}
 		}
 		req.Commands[i] = c

@@ -193,7 +193,7 @@ func (e *Engine) mutation(req frontend.RecordRequest, now time.Time) (store.Muta
 			}
 			m.Events = append(m.Events, history.NewStep(now, history.StepCompleted{StepName: c.Name, Output: c.Output, Parallel: c.Parallel}))
 		case frontend.CmdStepFailed:
-			m.Events = append(m.Events, history.New(now, history.StepFailed{StepName: c.Name, Code: c.Code, Error: c.Error, RetryAfter: c.RetryAfter, Parallel: c.Parallel}))
+			m.Events = append(m.Events, history.New(now, history.StepFailed{StepName: c.Name, Code: c.Code, Error: c.Error, RetryAfter: c.RetryAfter, Codes: c.Codes, Parallel: c.Parallel}))
 		case frontend.CmdSleep:
 			final = true
 			m.Events = append(m.Events, history.New(now, history.TimerStarted{TimerName: c.Name, WakeAt: c.WakeAt}))

@@ -144,12 +144,14 @@ type Command struct {
 	// Fail and block (Code and Error also a failed step's, and RetryAfter: the delay its error
 	// named, jobs.Error.RetryAfter).
 	RetryAfter time.Duration `msgpack:"retry_after,omitempty"`
-	Attempt    int           `msgpack:"attempt,omitempty"`
-	Code       string        `msgpack:"code,omitempty"`
-	Error      string        `msgpack:"error,omitempty"`
-	Step       string        `msgpack:"step,omitempty"`
-	Stop       string        `msgpack:"stop,omitempty"`
-	RetryAt    time.Time     `msgpack:"retry_at,omitempty"`
+	// Codes: a failed step's other codes, after Code (history.StepFailed).
+	Codes   []string  `msgpack:"codes,omitempty"`
+	Attempt int       `msgpack:"attempt,omitempty"`
+	Code    string    `msgpack:"code,omitempty"`
+	Error   string    `msgpack:"error,omitempty"`
+	Step    string    `msgpack:"step,omitempty"`
+	Stop    string    `msgpack:"stop,omitempty"`
+	RetryAt time.Time `msgpack:"retry_at,omitempty"`
 	// Release.
 	ReadyAt time.Time `msgpack:"ready_at,omitempty"`
 	// Publish and enqueue.
@@ -230,4 +232,6 @@ const (
 	// keeps: the rest is cut, never refused, so the failure is not lost. The engine cuts what it
 	// is sent; a worker cuts a failed step's before it queues it.
 	MaxErrorText = 16 << 10
+	// MaxFailureCodes bounds the codes a failed step records beside its first (history.StepFailed).
+	MaxFailureCodes = 16
 )

@@ -8,8 +8,8 @@ import "time"
 // would answer now. A failure the body returns is not recorded: the attempt fails
 // (AttemptFailed), and the retry runs the step again.
 //
-// The name stays free: a body that tries the step again (a retry loop) records the try under the
-// same name, and replay matches each try in order.
+// A Step's name stays free: a body that tries the step again (a retry loop) records the try under
+// the same name, and replay matches each try in order. A parallel step's (Parallel) does not.
 type StepFailed struct {
 	StepName string `msgpack:"name"`
 	// Code is the failure's jobs code, "" for an error that carries none.
@@ -19,6 +19,9 @@ type StepFailed struct {
 	Error string `msgpack:"error"`
 	// RetryAfter is the delay the failure named (jobs.Error.RetryAfter), for the retry classes.
 	RetryAfter time.Duration `msgpack:"retry_after,omitempty"`
+	// Codes are the other codes in the error's chain, after Code (a jobs.Wrap of a coded error):
+	// a replay's errors.Is matches them as the live error's did.
+	Codes []string `msgpack:"codes,omitempty"`
 	// Parallel marks a step started with jobs.Go: replay matches it by name, as a completed one,
 	// and settles its future with the failure. It is recorded once the body has seen the
 	// failure (Await) and went on past it.

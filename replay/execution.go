@@ -530,14 +530,23 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 	e.stepping.Store(true)
 	returned := false
 	defer func() {
-		if !returned {
-			// fn panicked, and the panic goes on to the body. A body that recovers it carries on
-			// as after a failed step: no longer inside a step (its next durable call is not
-			// refused as nested), and the step's name and place free for a try again.
-			e.stepping.Store(false)
+		if returned {
+			return
+		}
+		// fn panicked, and the panic goes on to the body. A body that recovers it carries on
+		// as after a failed step: no longer inside a step (its next durable call is not
+		// refused as nested), the step's name free for a try again, and the panic a failure
+		// that is history once the body makes another durable call (failed.go).
+		e.stepping.Store(false)
+		v := recover()
+		if v == nil {
+			// runtime.Goexit (a verdict, or fn's own), which goes on by itself.
 			e.undo(name)
 			e.failedStep = name
+			return
 		}
+		e.stepFailed(name, recovered(name, v))
+		panic(v)
 	}()
 	var out []byte
 	var err error

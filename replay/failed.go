@@ -51,11 +51,43 @@ func (e *Execution) stepFailed(name string, err error) {
 func failure(name string, err error, parallel bool) *history.StepFailed {
 	f := &history.StepFailed{StepName: name, Code: string(jobs.CodeOf(err)), Error: freetext.Cut(errorText(err), frontend.MaxErrorText),
 		Parallel: parallel}
+	f.Codes = otherCodes(err, f.Code)
 	var je *jobs.Error
 	if errors.As(err, &je) && je != nil {
-		f.RetryAfter = max(je.RetryAfter, 0)
+		// Clamped as the retry policy clamps it: a delay past the horizon waits at the horizon.
+		f.RetryAfter = min(max(je.RetryAfter, 0), jobs.WakeHorizon)
 	}
 	return f
+}
+
+// otherCodes are the codes of the *jobs.Error values in err's tree after the first (first), in
+// the order errors.Is visits them, each once, at most frontend.MaxFailureCodes.
+func otherCodes(err error, first string) []string {
+	var out []string
+	seen := map[string]bool{first: true}
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil || len(out) == frontend.MaxFailureCodes {
+			return
+		}
+		if je, ok := err.(*jobs.Error); ok && je != nil && je.Code != "" && !seen[string(je.Code)] {
+			seen[string(je.Code)] = true
+			out = append(out, string(je.Code))
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	func() {
+		defer func() { _ = recover() }() // an Unwrap of a typed nil, as errorText's Error
+		walk(err)
+	}()
+	return out
 }
 
 // errorText is err's text. A step may return a typed nil (a nil *MyError as an error), which
@@ -74,7 +106,7 @@ func errorText(err error) (text string) {
 func (e *Execution) queue(f *history.StepFailed) {
 	e.recMu.Lock()
 	e.handled = append(e.handled, frontend.Command{Kind: frontend.CmdStepFailed, Name: f.StepName, Code: f.Code,
-		Error: f.Error, RetryAfter: f.RetryAfter, Parallel: f.Parallel})
+		Error: f.Error, RetryAfter: f.RetryAfter, Codes: f.Codes, Parallel: f.Parallel})
 	e.queued.Store(int32(len(e.handled)))
 	e.recMu.Unlock()
 }
@@ -145,26 +177,26 @@ func (e *Execution) flushHandled() error {
 }
 
 // stepFailure is a recorded failure as replay returns it: the text the live error gave and,
-// beneath it, its code, so jobs.CodeOf, jobs.HasCode and the job's retry policy read it as they
-// read the live error. The live error's own type is not kept: match a failure by its code.
+// beneath it, its codes, so jobs.CodeOf, jobs.HasCode, errors.Is on a code and the job's retry
+// policy read it as they read the live error. The live error's own type is not kept: match a
+// failure by its codes.
 type stepFailure struct {
-	text string
-	code *jobs.Error
+	text  string
+	codes []error // *jobs.Error, the first with the message and the retry-after
 }
 
 func (f *stepFailure) Error() string { return f.text }
 
-func (f *stepFailure) Unwrap() error {
-	if f.code == nil {
-		return nil
-	}
-	return f.code
-}
+func (f *stepFailure) Unwrap() []error { return f.codes }
 
 func replayedFailure(f *history.StepFailed) error {
 	out := &stepFailure{text: f.Error}
 	if f.Code != "" {
-		out.code = &jobs.Error{Code: jobs.Code(f.Code), Message: strings.TrimPrefix(f.Error, f.Code+": "), RetryAfter: f.RetryAfter}
+		out.codes = append(out.codes, &jobs.Error{Code: jobs.Code(f.Code), Message: strings.TrimPrefix(f.Error, f.Code+": "),
+			RetryAfter: f.RetryAfter})
+	}
+	for _, c := range f.Codes {
+		out.codes = append(out.codes, &jobs.Error{Code: jobs.Code(c)})
 	}
 	return out
 }
