@@ -758,13 +758,12 @@ func edgeAwaitFor(t *testing.T, env *testenv.Env, id string, d time.Duration, st
 	}
 }
 
-// A failure the body went on past, down a fallback that is a parallel step; a later step then
-// fails and the body returns that. The retry must replay the first failure: the fallback's record
-// depends on it.
-func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
-	env := edgeEnv(t)
-	var charges, ships atomic.Int32
-	j := jobs.MustDefine("edge-lost-behind-parallel", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
+// payViaParallelFallback is a job whose charge fails once, declined, and whose body then falls
+// back to an invoice started with jobs.Go; with label, a step records the choice; then ship fails
+// once with shipErr. It counts the charges.
+func payViaParallelFallback(name string, charges *atomic.Int32, label bool, shipErr error, opts ...jobs.Option) *jobs.Job[int, string] {
+	var ships atomic.Int32
+	return jobs.MustDefine(name, func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (string, error) {
 			via := "card"
 			if _, err := jobs.Step(ctx, "charge", func(context.Context) (int, error) {
@@ -779,20 +778,34 @@ func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
 					return "", err
 				}
 			}
+			if label {
+				if _, err := jobs.Step(ctx, "label", func(context.Context) (string, error) { return via, nil }); err != nil {
+					return "", err
+				}
+			}
 			if _, err := jobs.Step(ctx, "ship", func(context.Context) (int, error) {
 				if ships.Add(1) == 1 {
-					return 0, errors.New("carrier timeout") // retryable
+					return 0, shipErr
 				}
 				return 1, nil
 			}); err != nil {
 				return "", err
 			}
 			return via, nil
-		}, jobs.Retry(jobs.RetryPolicy{Attempts: 3, Delay: time.Millisecond}))
+		}, opts...)
+}
+
+// A failure the body went on past, down a fallback that is a parallel step; a later step then
+// fails and the body returns that. The retry must replay the first failure: the fallback's record
+// depends on it.
+func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
+	env := edgeEnv(t)
+	var charges atomic.Int32
+	j := payViaParallelFallback("edge-lost-behind-parallel", &charges, false, errors.New("carrier timeout"), // retryable
+		jobs.Retry(jobs.RetryPolicy{Attempts: 3, Delay: time.Millisecond}))
 	env.Worker(worker.Config{}, j)
 	id := enqueue(t, env, j, 1)
 	env.Await(id, store.StateDelayed, store.StateFailed, store.StateCompleted)
-	t.Logf("after attempt 1: %s", strings.Join(testenv.Kinds(env.History(id)), ","))
 	env.Advance(time.Second)
 	run := edgeFinal(t, env, id)
 	if via, _ := j.Result(run.Result); run.State != store.StateCompleted || via != "invoice" || charges.Load() != 1 {
@@ -805,39 +818,12 @@ func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
 // discard the failure and everything the body did because of it.
 func TestStepFailedEdgeRetryFromAFailedStepWhoseFallbackRanInParallel(t *testing.T) {
 	env := edgeEnv(t)
-	var charges, ships atomic.Int32
-	j := jobs.MustDefine("edge-retry-from-parallel-fallback", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
-		func(ctx *jobs.Ctx, in int) (string, error) {
-			via := "card"
-			if _, err := jobs.Step(ctx, "charge", func(context.Context) (int, error) {
-				if charges.Add(1) == 1 {
-					return 0, jobs.Errorf(codeDeclined, "declined")
-				}
-				return 1, nil
-			}); err != nil {
-				via = "invoice"
-				inv := jobs.Go(ctx, "invoice", func(context.Context) (int, error) { return 1, nil })
-				if _, err := inv.Await(ctx); err != nil {
-					return "", err
-				}
-			}
-			if _, err := jobs.Step(ctx, "label", func(context.Context) (string, error) { return via, nil }); err != nil {
-				return "", err
-			}
-			if _, err := jobs.Step(ctx, "ship", func(context.Context) (int, error) {
-				if ships.Add(1) == 1 {
-					return 0, jobs.Errorf(jobs.CodeBadRequest, "no address") // terminal: dead-letters
-				}
-				return 1, nil
-			}); err != nil {
-				return "", err
-			}
-			return via, nil
-		})
+	var charges atomic.Int32
+	j := payViaParallelFallback("edge-retry-from-parallel-fallback", &charges, true,
+		jobs.Errorf(jobs.CodeBadRequest, "no address")) // terminal: dead-letters
 	env.Worker(worker.Config{}, j)
 	id := enqueue(t, env, j, 1)
 	env.Await(id, store.StateFailed)
-	t.Logf("dead history %s", strings.Join(testenv.Kinds(env.History(id)), ","))
 	if _, err := env.Engine.Retry(context.Background(), engine.RetryRequest{RunID: id, FromStep: "charge", By: "ops", Reason: "card fixed"}); err != nil {
 		t.Fatalf("retry from the failed step: %v", err)
 	}
