@@ -27,15 +27,11 @@ import (
 	"github.com/ultimat3/jobs/worker"
 )
 
-func edgeEnv(t *testing.T) *testenv.Env {
-	return testenv.Start(t, testenv.Options{Store: memory.New()})
-}
-
 // edgeOverHTTP is an engine on the memory store served over HTTP, and a client of it for a
 // worker to reach it through, as a remote worker does.
 func edgeOverHTTP(t *testing.T) (*testenv.Env, *api.Client) {
 	t.Helper()
-	env := edgeEnv(t)
+	env := memEnv(t)
 	srv, err := api.NewServer(api.Config{Engine: env.Engine, Logger: env.Logger})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +55,7 @@ func edgeFinal(t *testing.T, env *testenv.Env, id string) store.Run {
 // A hedged request: the fast future wins AwaitFirst, the slow one fails afterwards, unread. The
 // body completes. The completed history must pass replay.Check against the very same code.
 func TestStepFailedEdgeUnreadFutureFailureCheckOfCompletedHistory(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var slowRuns atomic.Int32
 	j := jobs.MustDefine("edge-hedge", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -80,11 +76,7 @@ func TestStepFailedEdgeUnreadFutureFailureCheckOfCompletedHistory(t *testing.T) 
 			}
 			return i, nil
 		})
-	env.Worker(worker.Config{StickyRuns: -1}, j)
-	id := enqueue(t, env, j, 1)
-	env.Await(id, store.StateSuspended)
-	env.Advance(time.Hour)
-	run := edgeFinal(t, env, id)
+	id, run := sleepOnce(t, env, -1, j)
 	if run.State != store.StateCompleted {
 		t.Fatalf("run %s: %s %s", run.State, run.ErrorCode, run.Error)
 	}
@@ -101,7 +93,7 @@ func TestStepFailedEdgeUnreadFutureFailureCheckOfCompletedHistory(t *testing.T) 
 // A parallel step that panics: Await returns the panic as the step's error and the body goes on
 // past it to a fallback. The replay at the wake-up must see the same failure.
 func TestStepFailedEdgeParallelPanicTheBodyWentOnPast(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var quotes atomic.Int32
 	j := jobs.MustDefine("edge-quote-panic", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -123,11 +115,7 @@ func TestStepFailedEdgeParallelPanicTheBodyWentOnPast(t *testing.T) {
 			}
 			return price, nil
 		})
-	env.Worker(worker.Config{StickyRuns: -1}, j)
-	id := enqueue(t, env, j, 1)
-	env.Await(id, store.StateSuspended)
-	env.Advance(time.Hour)
-	run := edgeFinal(t, env, id)
+	_, run := sleepOnce(t, env, -1, j)
 	if run.State != store.StateCompleted {
 		t.Fatalf("run %s: %s %s (quote ran %d times)", run.State, run.ErrorCode, run.Error, quotes.Load())
 	}
@@ -146,7 +134,7 @@ func TestStepFailedEdgeReplayedFailureKeepsRetryAfter(t *testing.T) {
 	delays := map[int]time.Duration{}
 	for _, sticky := range []int{0, -1} {
 		t.Run(fmt.Sprint("sticky=", sticky), func(t *testing.T) {
-			env := edgeEnv(t)
+			env := memEnv(t)
 			j := jobs.MustDefine("edge-busy", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 				func(ctx *jobs.Ctx, in int) (int, error) {
 					_, err := jobs.Step(ctx, "call", func(context.Context) (int, error) {
@@ -188,7 +176,7 @@ func TestStepFailedEdgeReplayedFailureKeepsRetryAfter(t *testing.T) {
 // The name of a failed step stays free and the body may try it again under it; here the retry is
 // a parallel step of that name.
 func TestStepFailedEdgeStepFailedThenRetriedWithGoSameName(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var fetches atomic.Int32
 	j := jobs.MustDefine("edge-step-then-go", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -225,7 +213,7 @@ func TestStepFailedEdgeStepFailedThenRetriedWithGoSameName(t *testing.T) {
 // A body that awaits its parallel steps, does unrelated work, and returns the errors it collected
 // at the end: the failure is returned, so the retry must run the failed step again.
 func TestStepFailedEdgeCollectedFutureFailureReturnedAfterAnotherStep(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var fRuns atomic.Int32
 	j := jobs.MustDefine("edge-collect", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -266,7 +254,7 @@ func TestStepFailedEdgeCollectedFutureFailureReturnedAfterAnotherStep(t *testing
 // ahead of the completion.
 func TestStepFailedEdgeManyFailuresInALoop(t *testing.T) {
 	const fails = 2100
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var polls atomic.Int32
 	j := jobs.MustDefine("edge-many", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -322,7 +310,7 @@ func TestStepFailedEdgeManyFailuresInALoop(t *testing.T) {
 func TestStepFailedEdgeManyFuturesFailingWhileTheBodyRecords(t *testing.T) {
 	for _, sticky := range []int{0, -1} {
 		t.Run(fmt.Sprint("sticky=", sticky), func(t *testing.T) {
-			env := edgeEnv(t)
+			env := memEnv(t)
 			var runs atomic.Int32
 			j := jobs.MustDefine("edge-fanout", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 				func(ctx *jobs.Ctx, in int) (int, error) {
@@ -433,7 +421,7 @@ func TestStepFailedEdgeStepTimeoutRetryLoop(t *testing.T) {
 // A handled failure, then a returned one: the attempt fails, and the retry runs both again
 // (neither was recorded: nothing was recorded between them).
 func TestStepFailedEdgeHandledThenReturnedRetriesBoth(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var a, b atomic.Int32
 	j := jobs.MustDefine("edge-handled-returned", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (string, error) {
@@ -474,7 +462,7 @@ func TestStepFailedEdgeHandledThenReturnedRetriesBoth(t *testing.T) {
 // Failures the body went on past, then a change point, a publish, a child run and a wait, with a
 // replay at every wake-up.
 func TestStepFailedEdgeFailuresAheadOfEveryKindOfRecord(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var fails atomic.Int32
 	child := jobs.MustDefine("edge-child", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) { return in * 2, nil })
@@ -556,7 +544,7 @@ func TestStepFailedEdgeFailuresAheadOfEveryKindOfRecord(t *testing.T) {
 // The failed step's name is free; the body tries again beside a hedge, and that try fails too.
 // The live attempt records it all; the replay at the wake-up must match it.
 func TestStepFailedEdgeStepFailedThenGoSameNameBothFail(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	j := jobs.MustDefine("edge-step-then-go-fail", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
 			fetch := func(context.Context) (int, error) { return 0, errors.New("origin down") }
@@ -633,7 +621,7 @@ func TestStepFailedEdgeOddErrorTextsLiveAndReplayed(t *testing.T) {
 		{"long", strings.Repeat("x", 20<<10)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := edgeEnv(t)
+			env := memEnv(t)
 			var seen []string
 			j := jobs.MustDefine("edge-odd-"+tc.name, func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 				func(ctx *jobs.Ctx, in int) (int, error) {
@@ -671,7 +659,7 @@ func (e *edgeNilErr) Error() string { return e.msg }
 // A typed nil error (the classic Go mistake in a client library): the body only checks err != nil
 // and goes on to a fallback, as it did before failures were recorded.
 func TestStepFailedEdgeTypedNilStepError(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	j := jobs.MustDefine("edge-typed-nil", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (string, error) {
 			_, err := jobs.Step(ctx, "lookup", func(context.Context) (int, error) {
@@ -799,7 +787,7 @@ func payViaParallelFallback(name string, charges *atomic.Int32, label bool, ship
 // fails and the body returns that. The retry must replay the first failure: the fallback's record
 // depends on it.
 func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var charges atomic.Int32
 	j := payViaParallelFallback("edge-lost-behind-parallel", &charges, false, errors.New("carrier timeout"), // retryable
 		jobs.Retry(jobs.RetryPolicy{Attempts: 3, Delay: time.Millisecond}))
@@ -817,7 +805,7 @@ func TestStepFailedEdgeFailureLostBehindAParallelFallback(t *testing.T) {
 // fallback started a parallel step, and a step after it recorded the failure. The retry must
 // discard the failure and everything the body did because of it.
 func TestStepFailedEdgeRetryFromAFailedStepWhoseFallbackRanInParallel(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var charges atomic.Int32
 	j := payViaParallelFallback("edge-retry-from-parallel-fallback", &charges, true,
 		jobs.Errorf(jobs.CodeBadRequest, "no address")) // terminal: dead-letters
@@ -836,7 +824,7 @@ func TestStepFailedEdgeRetryFromAFailedStepWhoseFallbackRanInParallel(t *testing
 // A run cancelled while its body goes round a loop of failing steps: the failures queued after
 // the cancel must not land.
 func TestStepFailedEdgeCancelDuringAFailingLoop(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	var after atomic.Value
 	j := jobs.MustDefine("edge-cancel-loop", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
@@ -879,7 +867,7 @@ func TestStepFailedEdgeCancelDuringAFailingLoop(t *testing.T) {
 
 // AwaitFirst sees a failure first, then a success; the replay must name the same future.
 func TestStepFailedEdgeAwaitFirstAfterASeenFailureReplays(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var aRuns atomic.Int32
 	j := jobs.MustDefine("edge-first-after-failure", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -901,11 +889,7 @@ func TestStepFailedEdgeAwaitFirstAfterASeenFailureReplays(t *testing.T) {
 			}
 			return i, nil
 		})
-	env.Worker(worker.Config{StickyRuns: -1}, j)
-	id := enqueue(t, env, j, 1)
-	env.Await(id, store.StateSuspended)
-	env.Advance(time.Hour)
-	run := edgeFinal(t, env, id)
+	_, run := sleepOnce(t, env, -1, j)
 	if i, _ := j.Result(run.Result); run.State != store.StateCompleted || i != 1 || aRuns.Load() != 1 {
 		t.Fatalf("run %s %s: first %d, a ran %d", run.State, run.Error, i, aRuns.Load())
 	}
@@ -913,7 +897,7 @@ func TestStepFailedEdgeAwaitFirstAfterASeenFailureReplays(t *testing.T) {
 
 // An operator re-runs a dead run from a step tried in a loop with sleeps between the tries.
 func TestStepFailedEdgeRetryFromALoopedStep(t *testing.T) {
-	env := edgeEnv(t)
+	env := memEnv(t)
 	var polls, ships atomic.Int32
 	j := jobs.MustDefine("edge-retry-from-loop", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {

@@ -18,30 +18,14 @@ import (
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/replay"
 	"github.com/ultimat3/jobs/store"
-	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
-func moreEnv(t *testing.T) *testenv.Env {
-	return testenv.Start(t, testenv.Options{Store: memory.New()})
-}
-
-// moreSleepRun runs j (input 1) with the given stickiness; the body is expected to sleep an hour
-// once, then complete.
+// moreSleepRun runs j (input 1) on a fresh engine with the given stickiness (sleepOnce).
 func moreSleepRun[Out any](t *testing.T, sticky int, j *jobs.Job[int, Out]) (*testenv.Env, string, store.Run) {
 	t.Helper()
-	env := moreEnv(t)
-	w := env.Worker(worker.Config{StickyRuns: sticky}, j)
-	id := enqueue(t, env, j, 1)
-	r := env.Await(id, store.StateSuspended, store.StateFailed, store.StateBlocked, store.StateCompleted)
-	if r.State == store.StateSuspended {
-		if sticky >= 0 {
-			testenv.AwaitParked(t, w, 1)
-		}
-		env.Advance(time.Hour)
-	}
-	run := env.Await(id, store.StateCompleted, store.StateFailed, store.StateBlocked)
-	t.Logf("history %s", strings.Join(testenv.Kinds(env.History(id)), ","))
+	env := memEnv(t)
+	id, run := sleepOnce(t, env, sticky, j)
 	return env, id, run
 }
 
@@ -49,7 +33,7 @@ func moreSleepRun[Out any](t *testing.T, sticky int, j *jobs.Job[int, Out]) (*te
 // stays used once started (futures are matched by name, one outcome each): the second call is
 // X_STEP_DUPLICATE, terminal, and the step is not run again. Try again under a new name.
 func TestStepFailedMoreGoFailedThenStepSameName(t *testing.T) {
-	env := moreEnv(t)
+	env := memEnv(t)
 	var fetches atomic.Int32
 	j := jobs.MustDefine("more-go-then-step", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -188,7 +172,7 @@ func TestStepFailedMoreWrappedCodeMatchedLiveAndReplayed(t *testing.T) {
 // upstream computed); the body goes on to a fallback. The attempt-failure path clamps such a
 // delay (retry.go); the StepFailed record must not be refused.
 func TestStepFailedMoreHugeRetryAfterOnAHandledFailure(t *testing.T) {
-	env := moreEnv(t)
+	env := memEnv(t)
 	j := jobs.MustDefine("more-huge-retry-after", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (string, error) {
 			via := "primary"
@@ -213,7 +197,7 @@ func TestStepFailedMoreHugeRetryAfterOnAHandledFailure(t *testing.T) {
 
 // An operator re-runs a dead run from a parallel step whose failure sent it down a fallback.
 func TestStepFailedMoreRetryFromAFailedFuture(t *testing.T) {
-	env := moreEnv(t)
+	env := memEnv(t)
 	var quotes, ships atomic.Int32
 	j := jobs.MustDefine("more-retry-from-future", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),
 		func(ctx *jobs.Ctx, in int) (int, error) {
@@ -343,7 +327,7 @@ func moreRetryFrom(id, step string) engine.RetryRequest {
 // A run cancelled while a future's failure is queued and the body is inside a step: nothing lands
 // after the cancel, and the body does not hang.
 func TestStepFailedMoreCancelWithAQueuedFutureFailure(t *testing.T) {
-	env := moreEnv(t)
+	env := memEnv(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	var done atomic.Value
 	j := jobs.MustDefine("more-cancel-queued", func(in int) string { return fmt.Sprint(in) }, jobs.NoTenant[int](),

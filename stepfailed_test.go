@@ -16,10 +16,35 @@ import (
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/replay"
 	"github.com/ultimat3/jobs/store"
+	"github.com/ultimat3/jobs/store/memory"
 	"github.com/ultimat3/jobs/worker"
 )
 
 const codeDeclined jobs.Code = "X_CARD_DECLINED"
+
+// memEnv is an engine on a fresh memory store.
+func memEnv(t *testing.T) *testenv.Env {
+	return testenv.Start(t, testenv.Options{Store: memory.New()})
+}
+
+// sleepOnce runs j (input 1) on env under a worker of the given stickiness (-1: the wake-up
+// replays the body); the body is expected to sleep an hour once, then finish. It returns the
+// run's id and its row once finished.
+func sleepOnce[Out any](t *testing.T, env *testenv.Env, sticky int, j *jobs.Job[int, Out]) (string, store.Run) {
+	t.Helper()
+	w := env.Worker(worker.Config{StickyRuns: sticky}, j)
+	id := enqueue(t, env, j, 1)
+	r := env.Await(id, store.StateSuspended, store.StateFailed, store.StateBlocked, store.StateCompleted)
+	if r.State == store.StateSuspended {
+		if sticky >= 0 {
+			testenv.AwaitParked(t, w, 1)
+		}
+		env.Advance(time.Hour)
+	}
+	run := env.Await(id, store.StateCompleted, store.StateFailed, store.StateBlocked)
+	t.Logf("history %s", strings.Join(testenv.Kinds(env.History(id)), ","))
+	return id, run
+}
 
 // A body that goes on past a failed step decided what to do next on that failure. Its replay must
 // see the same failure, not run the step again: the charge below succeeds the second time, and a

@@ -22,10 +22,6 @@ const (
 	maxMatchPairs = 64
 )
 
-// maxCodeText bounds one of a failure's codes (a code is a short identifier; the cut keeps a
-// lying worker's from growing the event).
-const maxCodeText = 256
-
 // checkCommand refuses a command the engine would not store as sent: a value out of its bounds,
 // an output that is not a readable msgpack value, a name no store can hold. It looks at the
 // command alone; checkLedger looks at it against the run's history.
@@ -108,18 +104,18 @@ func checkCommand(runID string, i int, c *frontend.Command, now time.Time) error
 		default:
 			return bad("stop %q is not terminal or attempts-exhausted", c.Stop)
 		}
-	case frontend.CmdBlock, frontend.CmdStepFailed:
+	case frontend.CmdBlock:
 		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, frontend.MaxErrorText)
-		if c.Kind == frontend.CmdStepFailed {
-			if c.RetryAfter < 0 || c.RetryAfter > jobs.WakeHorizon {
-				return bad("retry-after %s is outside [0, 100 years]", c.RetryAfter)
-			}
-			if len(c.Codes) > frontend.MaxFailureCodes {
-				return bad("the failure has %d codes; the limit is %d", len(c.Codes), frontend.MaxFailureCodes)
-			}
-			for j := range c.Codes {
-				c.Codes[j] = freetext.Cut(c.Codes[j], maxCodeText)
-			}
+	case frontend.CmdStepFailed:
+		c.Code, c.Error = freetext.Clean(c.Code), freetext.Cut(c.Error, frontend.MaxErrorText)
+		if c.RetryAfter < 0 || c.RetryAfter > jobs.WakeHorizon {
+			return bad("retry-after %s is outside [0, 100 years]", c.RetryAfter)
+		}
+		if len(c.Codes) > frontend.MaxFailureCodes {
+			return bad("the failure has %d codes; the limit is %d", len(c.Codes), frontend.MaxFailureCodes)
+		}
+		for j := range c.Codes {
+			c.Codes[j] = freetext.Clean(c.Codes[j])
 		}
 	case frontend.CmdRelease:
 		if !c.ReadyAt.IsZero() {

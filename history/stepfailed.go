@@ -5,8 +5,8 @@ import "time"
 // StepFailed records a step whose function failed and whose failure the body went on past: it
 // made another durable call, or completed. Replay returns the recorded failure instead of running
 // the step again, so a body that branches on it takes the branch it took live, whatever the step
-// would answer now. A failure the body returns is not recorded: the attempt fails
-// (AttemptFailed), and the retry runs the step again.
+// would answer now. A failure the body returns before its next durable call is not recorded: the
+// attempt fails (AttemptFailed), and the retry runs the step again.
 //
 // A Step's name stays free: a body that tries the step again (a retry loop) records the try under
 // the same name, and replay matches each try in order. A parallel step's (Parallel) does not.
@@ -23,8 +23,7 @@ type StepFailed struct {
 	// a replay's errors.Is matches them as the live error's did.
 	Codes []string `msgpack:"codes,omitempty"`
 	// Parallel marks a step started with jobs.Go: replay matches it by name, as a completed one,
-	// and settles its future with the failure. It is recorded once the body has seen the
-	// failure (Await) and went on past it.
+	// and settles its future with the failure.
 	Parallel bool `msgpack:"parallel,omitempty"`
 }
 

@@ -49,8 +49,8 @@ type call struct {
 	state  waitState
 	// version: the recorded version of a change point.
 	version int
-	// fail is a step's recorded failure (history.StepFailed): replay returns it, and the name
-	// is free again for the body's next try.
+	// fail is a step's recorded failure (history.StepFailed): replay returns it, and a Step's
+	// name is free again for the body's next try.
 	fail *history.StepFailed
 }
 
@@ -170,8 +170,10 @@ func (cs *calls) step(seq int64, v history.StepCompleted) {
 	cs.list = append(cs.list, c)
 }
 
-// stepFailed folds a recorded failure: into the place the body's live failure already holds
-// (the oldest not yet recorded by that name), or as a new call.
+// stepFailed folds a recorded failure: into the place the body's live failure already holds, or
+// as a new call. The live failures not yet recorded are the list's last unrecorded calls (the
+// calls before them are recorded, and a record sends them first, in order), so the oldest is at
+// len(list) - unrecorded.
 func (cs *calls) stepFailed(seq int64, v history.StepFailed) {
 	if v.Parallel {
 		if cs.futures == nil {
@@ -181,12 +183,10 @@ func (cs *calls) stepFailed(seq int64, v history.StepFailed) {
 		return
 	}
 	if cs.unrecorded > 0 {
-		for i := range cs.list {
-			if c := &cs.list[i]; c.seq == 0 && c.fail != nil && c.name == v.StepName {
-				c.seq, c.fail = seq, &v
-				cs.unrecorded--
-				return
-			}
+		if c := &cs.list[len(cs.list)-cs.unrecorded]; c.seq == 0 && c.fail != nil && c.name == v.StepName {
+			c.seq, c.fail = seq, &v
+			cs.unrecorded--
+			return
 		}
 	}
 	cs.list = append(cs.list, call{kind: kindStep, name: v.StepName, seq: seq, state: done, fail: &v})

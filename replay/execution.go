@@ -402,8 +402,8 @@ func (e *Execution) record(cmds []frontend.Command) (frontend.RecordResponse, er
 // recordLocked is record with recMu held. body says the record is the body's own (not its
 // parallel steps'): only those carry the failures it went on past (failed.go).
 func (e *Execution) recordLocked(cmds []frontend.Command, body bool) (frontend.RecordResponse, error) {
-	body = body && len(e.handled) > 0
-	if body {
+	flush := body && len(e.handled) > 0
+	if flush {
 		var err error
 		if cmds, err = e.withHandled(cmds); err != nil {
 			return frontend.RecordResponse{}, err
@@ -413,7 +413,7 @@ func (e *Execution) recordLocked(cmds []frontend.Command, body bool) (frontend.R
 	if err != nil {
 		return resp, err
 	}
-	if body {
+	if flush {
 		e.handled = nil // they went out ahead of cmds
 		e.queued.Store(0)
 	}

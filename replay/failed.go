@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -15,13 +14,14 @@ import (
 // returns them), and the retry must run the step again. But a body may go on past a failure (a
 // fallback, a retry loop with sleeps between tries), and then the failure decided what it did
 // next. Unrecorded, a replay would run the step again, and if it succeeded this time the body
-// would take the other branch and diverge from its own history. So a failure is queued, and goes
-// out as history.StepFailed ahead of the body's next record, whatever that is (a step, a sleep,
-// the failures alone before the run completes). Never with a parallel step's record: that may
-// land before the body has decided anything, and a failure it then returns would be replayed
-// on every retry. A failure the body returns is dropped with the attempt: the retry runs the
-// step again, as before. It costs no commit of its own except before a completion, and nothing
-// on a run whose steps do not fail.
+// would take the other branch and diverge from its own history. So a failure (a Step's, or a
+// parallel step's as it happens) is queued, and goes out as history.StepFailed ahead of the
+// body's next record, whatever that is (a step, a sleep; alone before a jobs.Go and before the
+// run completes). Never with a parallel step's own record: that may land before the body has
+// decided anything, and a failure it then returns would be replayed on every retry. A failure
+// the body returns before its next record is dropped with the attempt: the retry runs the step
+// again, as before. It costs no commit of its own except before a jobs.Go or a completion, and
+// nothing on a run whose steps do not fail.
 
 // stepFailed takes a live step's failure: the name is free for another try, and unless nothing
 // will be recorded (check mode, an aborted attempt) the failure keeps its place among the calls
@@ -46,33 +46,38 @@ func (e *Execution) stepFailed(name string, err error) {
 	e.queue(f)
 }
 
-// failure is a failed step's record: its code, its text (cleaned and cut as the engine keeps
+// failure is a failed step's record: its codes, its text (cleaned and cut as the engine keeps
 // it, so a record of many failures stays small) and the delay it named.
 func failure(name string, err error, parallel bool) *history.StepFailed {
-	f := &history.StepFailed{StepName: name, Code: string(jobs.CodeOf(err)), Error: freetext.Cut(errorText(err), frontend.MaxErrorText),
-		Parallel: parallel}
-	f.Codes = otherCodes(err, f.Code)
-	var je *jobs.Error
-	if errors.As(err, &je) && je != nil {
+	f := &history.StepFailed{StepName: name, Error: freetext.Cut(errorText(err), frontend.MaxErrorText), Parallel: parallel}
+	var first *jobs.Error
+	first, f.Codes = codesOf(err)
+	if first != nil {
 		// Clamped as the retry policy clamps it: a delay past the horizon waits at the horizon.
-		f.RetryAfter = min(max(je.RetryAfter, 0), jobs.WakeHorizon)
+		f.Code, f.RetryAfter = string(first.Code), min(max(first.RetryAfter, 0), jobs.WakeHorizon)
 	}
 	return f
 }
 
-// otherCodes are the codes of the *jobs.Error values in err's tree after the first (first), in
-// the order errors.Is visits them, each once, at most frontend.MaxFailureCodes.
-func otherCodes(err error, first string) []string {
-	var out []string
-	seen := map[string]bool{first: true}
+// codesOf walks err's tree in the order errors.As and errors.Is do: first is the *jobs.Error
+// they find first (jobs.CodeOf's), others the codes of the later ones, each once, at most
+// frontend.MaxFailureCodes.
+func codesOf(err error) (first *jobs.Error, others []string) {
+	seen := map[jobs.Code]bool{}
 	var walk func(error)
 	walk = func(err error) {
-		if err == nil || len(out) == frontend.MaxFailureCodes {
+		if err == nil || len(others) == frontend.MaxFailureCodes {
 			return
 		}
-		if je, ok := err.(*jobs.Error); ok && je != nil && je.Code != "" && !seen[string(je.Code)] {
-			seen[string(je.Code)] = true
-			out = append(out, string(je.Code))
+		if je, ok := err.(*jobs.Error); ok && je != nil {
+			switch {
+			case first == nil:
+				first = je
+				seen[je.Code] = true
+			case je.Code != "" && !seen[je.Code]:
+				seen[je.Code] = true
+				others = append(others, string(je.Code))
+			}
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
@@ -87,7 +92,7 @@ func otherCodes(err error, first string) []string {
 		defer func() { _ = recover() }() // an Unwrap of a typed nil, as errorText's Error
 		walk(err)
 	}()
-	return out
+	return first, others
 }
 
 // errorText is err's text. A step may return a typed nil (a nil *MyError as an error), which

@@ -94,8 +94,8 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 			if !returned {
 				// fn panicked (here, or on its own goroutine under a StepTimeout: runStep panics
 				// again with it here). Nothing above this goroutine would recover it, and the
-				// process would die: the step fails with the panic instead, unrecorded, and
-				// Await returns it (panic.go). Settled before inflight.Done, so a body that
+				// process would die: the step fails with the panic instead, Await returns it
+				// (panic.go), and it is queued as any failure is (failed.go). Settled before inflight.Done, so a body that
 				// waits for the steps in flight sees it settled.
 				e.settleFailed(p, name, recovered(name, recover()))
 			}
