@@ -61,7 +61,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			out.EventID = pub.EventID
 		case frontend.CmdEnqueue:
 			if c.Effect == nil {
-				return req, jobs.Errorf(jobs.CodeBadRequest, "run %s: enqueue %q names no run to enqueue", req.RunID, c.Name)
+				return req, noEnqueue(req.RunID, c.Name)
 			}
 			res, err := e.Enqueue(ctx, jobs.EnqueueRequest{Job: out.Job, Queue: out.Queue, Input: out.Input,
 				Key: out.Key, Tenant: out.Tenant, NoTenant: out.NoTenant, Delay: out.Delay,
@@ -93,6 +93,11 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		req.Commands[i].Effect = &out
 	}
 	return req, nil
+}
+
+// noEnqueue refuses an enqueue command that carries no run to enqueue.
+func noEnqueue(runID, name string) error {
+	return jobs.Errorf(jobs.CodeBadRequest, "run %s: enqueue %q names no run to enqueue", runID, name)
 }
 
 // holds refuses a record whose claim is no longer the run's: a worker that lost its lease must

@@ -47,6 +47,9 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	}
 	arrived := time.Now() // wall clock: the step-commit latency histogram measures real work
 	now := e.clock.Now()
+	if err := e.checkBeforeEffects(ctx, req, now); err != nil {
+		return frontend.RecordResponse{}, err
+	}
 	req, err := e.effects(ctx, req)
 	if err != nil {
 		return frontend.RecordResponse{}, err
@@ -163,6 +166,59 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 		e.matching.Wake()
 	}
 	return frontend.RecordResponse{Appended: out.res.Appended, LastSeq: out.res.Run.LastSeq, State: string(out.res.Run.State)}, nil
+}
+
+// checkBeforeEffects refuses, before effects carries anything out, a record that publishes or
+// enqueues and that the checks after the effects would refuse: a refused record changes nothing,
+// and a child enqueued for a record that is then refused would be left behind (its parent's call
+// was never recorded). The record's own checks run on a copy whose effects are marked done; the
+// history's (names used, after_seq) run too, except for a resend (Retry), whose first send may
+// have landed: it must be answered with what landed, and its effects, idempotent per call name
+// (callID), were carried out by that first send already.
+func (e *Engine) checkBeforeEffects(ctx context.Context, req frontend.RecordRequest, now time.Time) error {
+	first := -1
+	for i, c := range req.Commands {
+		if c.Kind == frontend.CmdPublish || c.Kind == frontend.CmdEnqueue {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	dry := req
+	dry.Commands = append([]frontend.Command(nil), req.Commands...)
+	for i := first; i < len(dry.Commands); i++ {
+		c := &dry.Commands[i]
+		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue {
+			continue
+		}
+		if c.Effect == nil {
+			if c.Kind == frontend.CmdEnqueue {
+				return noEnqueue(req.RunID, c.Name)
+			}
+			c.Effect = &frontend.Effect{}
+		} else {
+			out := *c.Effect
+			c.Effect = &out
+		}
+		c.Effect.EventID, c.Effect.RunID = "(not yet)", "(not yet)"
+	}
+	if _, err := e.mutation(dry, now); err != nil {
+		return err
+	}
+	if req.Retry {
+		return nil
+	}
+	l, err := e.ledgerAt(ctx, req.RunID, req.AfterSeq)
+	if err == nil {
+		err = checkLedger(req.RunID, l, req.Commands)
+		l.mu.Unlock()
+	}
+	if err != nil {
+		return e.claimVerdict(ctx, req, err)
+	}
+	return nil
 }
 
 // mutation validates commands and builds the events and transition they mean.
