@@ -197,7 +197,7 @@ func (c *Client) Publish(ctx context.Context, name string, payload any) (signals
 // PublishEvent publishes an event whose payload is already msgpack.
 func (c *Client) PublishEvent(ctx context.Context, name string, payload []byte) (signals.Published, error) {
 	var out signals.Published
-	resp, err := c.do(ctx, http.MethodPost, "/v1/events/"+url.PathEscape(name), nil, ContentMsgpack, payload, c.timeout, jobs.CodeStoreUnavailable)
+	resp, err := c.do(ctx, http.MethodPost, "/v1/events/"+pathSegment(name), nil, ContentMsgpack, payload, c.timeout, jobs.CodeStoreUnavailable)
 	if err != nil {
 		return out, err
 	}
@@ -211,7 +211,7 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSu
 	if err := checkText("reason", reason); err != nil {
 		return out, err
 	}
-	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, CancelBody{Reason: reason}, &out)
+	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+pathSegment(runID)+"/cancel", nil, CancelBody{Reason: reason}, &out)
 	return out, err
 }
 
@@ -223,7 +223,7 @@ func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.Run
 			return out, err
 		}
 	}
-	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(req.RunID)+"/retry", nil,
+	err := c.callJSON(ctx, http.MethodPost, "/v1/runs/"+pathSegment(req.RunID)+"/retry", nil,
 		RetryBody{FromStep: req.FromStep, By: req.By, Reason: req.Reason}, &out)
 	return out, err
 }
@@ -231,7 +231,7 @@ func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.Run
 // GetRun returns a run with its per-step trace.
 func (c *Client) GetRun(ctx context.Context, runID string) (engine.RunView, error) {
 	var out engine.RunView
-	err := c.callJSON(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID), nil, nil, &out)
+	err := c.callJSON(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID), nil, nil, &out)
 	return out, err
 }
 
@@ -266,7 +266,7 @@ func (c *Client) Codes(ctx context.Context) ([]jobs.CodeInfo, error) {
 // DumpHistory writes a run's history to w in the dump format (JSON lines) that history.Load
 // reads and replay.Check replays.
 func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) error {
-	resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/history", url.Values{"format": {"jsonl"}}, "", nil, c.timeout, jobs.CodeStoreUnavailable)
+	resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID)+"/history", url.Values{"format": {"jsonl"}}, "", nil, c.timeout, jobs.CodeStoreUnavailable)
 	if err != nil {
 		return err
 	}
@@ -495,3 +495,17 @@ func refusal(status int, contentType string, h http.Header, body []byte) error {
 
 // String names the engine the client talks to.
 func (c *Client) String() string { return fmt.Sprintf("api.Client(%s)", c.base) }
+
+// pathSegment escapes s as one segment of a route's path. A segment "." or ".." is sent as
+// "%2E" and "%2E%2E": url.PathEscape leaves dots alone, and the server's router would resolve
+// them as the path's own dot segments (a run "." read as the run listing, a schedule ".."
+// answered as an unknown route) instead of as a name that does not exist.
+func pathSegment(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
+}

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/scheduler"
@@ -20,21 +19,21 @@ func (c *Client) Schedules(ctx context.Context) ([]scheduler.Info, error) {
 // Schedule returns one schedule, or X_SCHEDULE_NOT_FOUND.
 func (c *Client) Schedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
-	err := c.callJSON(ctx, http.MethodGet, "/v1/schedules/"+url.PathEscape(name), nil, nil, &out)
+	err := c.callJSON(ctx, http.MethodGet, "/v1/schedules/"+pathSegment(name), nil, nil, &out)
 	return out, err
 }
 
 // PauseSchedule pauses a schedule: no occurrence fires until it is resumed.
 func (c *Client) PauseSchedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
-	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+url.PathEscape(name)+"/pause", nil, struct{}{}, &out)
+	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/pause", nil, struct{}{}, &out)
 	return out, err
 }
 
 // ResumeSchedule resumes a schedule from its next occurrence (those of the pause are skipped).
 func (c *Client) ResumeSchedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
-	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+url.PathEscape(name)+"/resume", nil, struct{}{}, &out)
+	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/resume", nil, struct{}{}, &out)
 	return out, err
 }
 
@@ -42,6 +41,6 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) (scheduler.Inf
 // trigger whose answer was lost may have fired: check the schedule's runs before sending it again.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (jobs.EnqueueResult, error) {
 	var out jobs.EnqueueResult
-	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+url.PathEscape(name)+"/trigger", nil, struct{}{}, &out)
+	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/trigger", nil, struct{}{}, &out)
 	return out, err
 }

@@ -49,7 +49,7 @@ func (c *Client) PublishMatched(ctx context.Context, req jobs.PublishRequest) (j
 		}
 		q = url.Values{matchParam: {string(doc)}}
 	}
-	resp, err := c.do(ctx, http.MethodPost, "/v1/events/"+url.PathEscape(req.Event), q, ContentMsgpack, req.Payload, c.timeout, jobs.CodeStoreUnavailable)
+	resp, err := c.do(ctx, http.MethodPost, "/v1/events/"+pathSegment(req.Event), q, ContentMsgpack, req.Payload, c.timeout, jobs.CodeStoreUnavailable)
 	if err != nil {
 		return out, err
 	}

@@ -68,7 +68,7 @@ func (s *Server) runResult(w http.ResponseWriter, r *http.Request) error {
 func (c *Client) WaitResult(ctx context.Context, runID string) (engine.RunResult, error) {
 	wait := c.timeout
 	for {
-		resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/result",
+		resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID)+"/result",
 			url.Values{"wait": {wait.String()}}, ContentMsgpack, nil, wait+c.timeout, jobs.CodeStoreUnavailable)
 		if err != nil {
 			return engine.RunResult{}, err
