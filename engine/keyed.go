@@ -20,7 +20,11 @@ import (
 // Keyed limits (jobs.ConcurrencyBy, jobs.RateBy): fleet-wide limits per value of a key the
 // engine reads itself, the run's tenant or a field of its stored input. The limits are the
 // declared ones: of every current declaration of a job, the tightest (a worker that declares a
-// looser limit, or none, cannot loosen it). Enforced at claim, after the job cap:
+// looser limit, or none, cannot loosen it). Declarations keyed by different keys are all
+// enforced, one slot or count per key: a declaration keyed by another field cannot replace
+// another's limit (a cap of one per run id never binds, and would otherwise have replaced two
+// per customer). Of the declarations of one key, the smallest cap and the slowest rate hold.
+// Enforced at claim, after the job cap:
 //   - the keyed cap takes a slot row keyed by the job and the key's value, expiring with the
 //     lease, renewed by heartbeats and released when the run leaves running, like the job cap;
 //   - the keyed rate counts the run's first start in the store's sliding log (store.RateLimits),
@@ -43,49 +47,87 @@ const ratePruneEvery = time.Minute
 // here; counting them together keeps the limit a limit.
 const unreadableKey = "\x00unreadable"
 
-// keyedState is the engine's memory of the keyed limits: the keyed slot each recently claimed
-// run holds ("" when its key does not count), so a heartbeat renews it without reading the run.
+// keyedState is the engine's memory of the keyed limits: the keyed slots each recently claimed
+// run holds (none when its keys do not count it), so a heartbeat renews them without reading the
+// run.
 type keyedState struct {
 	once   sync.Once
-	slots  *lru.Cache[string, string]
+	slots  *lru.Cache[string, heldSlots]
 	pruned atomic.Int64
 }
 
-func (k *keyedState) cache() *lru.Cache[string, string] {
-	k.once.Do(func() { k.slots, _ = lru.New[string, string](16384) })
+// heldSlots are the keyed slots a run holds, under the caps named by of (capsOf): a change of
+// the declared caps makes the engine work them out again from the run.
+type heldSlots struct {
+	of    string
+	slots []keyedSlot
+}
+
+func (k *keyedState) cache() *lru.Cache[string, heldSlots] {
+	k.once.Do(func() { k.slots, _ = lru.New[string, heldSlots](16384) })
 	return k.slots
 }
 
-// keyedCap is job's keyed concurrency cap: of the current declarations that hold one, the one
-// with the smallest limit (ties: the first key in order), nil for none.
-func (f *fleet) keyedCap(job string) *jobs.KeyedLimit {
-	var out *jobs.KeyedLimit
+// keyedCaps are job's keyed concurrency caps: for each key some current declaration caps by, the
+// smallest limit declared for it; ordered by key, so every engine takes a run's slots in one
+// order. Nil for none.
+func (f *fleet) keyedCaps(job string) []*jobs.KeyedLimit {
+	return f.keyedLimits(job, func(c jobs.JobDeclaration) *jobs.KeyedLimit {
+		if k := c.KeyedConcurrency; k != nil && k.Limit >= 1 {
+			return k
+		}
+		return nil
+	}, func(a, b jobs.KeyedLimit) bool { return a.Limit < b.Limit })
+}
+
+// keyedRates are job's keyed rate limits: for each key some current declaration limits by, the
+// slowest declared for it (the smallest limit per period); ordered by key. Nil for none.
+func (f *fleet) keyedRates(job string) []*jobs.KeyedLimit {
+	return f.keyedLimits(job, func(c jobs.JobDeclaration) *jobs.KeyedLimit {
+		if k := c.KeyedRate; k != nil && k.Limit >= 1 && k.Per > 0 {
+			return k
+		}
+		return nil
+	}, slower)
+}
+
+// keyedLimits picks, per key, the tightest of the limits that limit returns from job's current
+// declarations.
+func (f *fleet) keyedLimits(job string, limit func(jobs.JobDeclaration) *jobs.KeyedLimit, tighter func(a, b jobs.KeyedLimit) bool) []*jobs.KeyedLimit {
+	var out []*jobs.KeyedLimit
 	for _, d := range f.jobs[job] {
-		k := d.cfg.KeyedConcurrency
-		if len(d.workers) == 0 || k == nil || k.Limit < 1 {
+		k := limit(d.cfg)
+		if len(d.workers) == 0 || k == nil {
 			continue
 		}
-		if out == nil || k.Limit < out.Limit || (k.Limit == out.Limit && k.Key < out.Key) {
-			out = k
+		i := 0
+		for i < len(out) && out[i].Key < k.Key {
+			i++
+		}
+		switch {
+		case i < len(out) && out[i].Key == k.Key:
+			if tighter(*k, *out[i]) {
+				out[i] = k
+			}
+		default:
+			out = append(out, nil)
+			copy(out[i+1:], out[i:])
+			out[i] = k
 		}
 	}
 	return out
 }
 
-// keyedRate is job's keyed rate limit: of the current declarations that hold one, the slowest
-// (the smallest limit per period), nil for none.
-func (f *fleet) keyedRate(job string) *jobs.KeyedLimit {
-	var out *jobs.KeyedLimit
-	for _, d := range f.jobs[job] {
-		k := d.cfg.KeyedRate
-		if len(d.workers) == 0 || k == nil || k.Limit < 1 || k.Per <= 0 {
-			continue
-		}
-		if out == nil || slower(*k, *out) || (!slower(*out, *k) && k.Key < out.Key) {
-			out = k
-		}
+// capsOf names a set of keyed caps, their keys and limits (heldSlots.of).
+func capsOf(caps []*jobs.KeyedLimit) string {
+	var b strings.Builder
+	for _, k := range caps {
+		b.WriteString(k.Key)
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(k.Limit))
+		b.WriteByte(0)
 	}
-	return out
+	return b.String()
 }
 
 // slower reports whether a allows fewer starts per unit of time than b.
@@ -133,10 +175,7 @@ func (e *Engine) checkKeyed(ctx context.Context, req jobs.EnqueueRequest) error 
 	if err != nil {
 		return err
 	}
-	for _, k := range []*jobs.KeyedLimit{f.keyedCap(req.Job), f.keyedRate(req.Job)} {
-		if k == nil {
-			continue
-		}
+	for _, k := range append(f.keyedCaps(req.Job), f.keyedRates(req.Job)...) {
 		if _, _, err := jobs.KeyValue(k.Key, req.Tenant, req.NoTenant, req.Input); err != nil {
 			msg := err.Error()
 			var je *jobs.Error
@@ -172,8 +211,8 @@ func (e *Engine) takeKeyed(ctx context.Context, f *fleet, runs []store.Run) []st
 	kept := runs[:0]
 	var back []store.Mutation
 	for _, r := range runs {
-		kc, kr := f.keyedCap(r.Job), f.keyedRate(r.Job)
-		if kc == nil && kr == nil {
+		kc, kr := f.keyedCaps(r.Job), f.keyedRates(r.Job)
+		if len(kc) == 0 && len(kr) == 0 {
 			kept = append(kept, r)
 			continue
 		}
@@ -199,41 +238,54 @@ func (e *Engine) takeKeyed(ctx context.Context, f *fleet, runs []store.Run) []st
 	return kept
 }
 
-// admitKeyed takes r's keyed slot and counts its start; reason is "" when r may run, else why
-// not, with the note `jobs show` gives and when r is claimable again.
-func (e *Engine) admitKeyed(ctx context.Context, r store.Run, kc, kr *jobs.KeyedLimit) (reason, note string, retry time.Time) {
+// admitKeyed takes r's keyed slots and counts its start under each keyed rate; reason is "" when
+// r may run, else why not, with the note `jobs show` gives and when r is claimable again. Over
+// any one limit, the slots it took are given back. The counts it made stay: a count is the run's
+// start, and the same run claimed again is not counted twice (store.RateLimits).
+func (e *Engine) admitKeyed(ctx context.Context, r store.Run, kc, kr []*jobs.KeyedLimit) (reason, note string, retry time.Time) {
 	now := e.clock.Now()
-	slot := ""
-	if kc != nil {
-		if v, counted := keyValue(kc, r); counted {
-			slot = keyedSlotKey(r.Job, kc, v)
-			ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: kc.Limit, Holder: r.ID, Now: now, Until: r.LeaseUntil})
-			if err != nil || !ok {
-				return handBackKeyCap, fmt.Sprintf("job %q is at its keyed concurrency cap for %s = %s (%s, jobs.ConcurrencyBy)",
-					r.Job, kc.Key, showValue(v), kc), now.Add(SlotRetry)
-			}
+	var slots []keyedSlot
+	giveBack := func() {
+		for _, s := range slots {
+			e.releaseSlot(ctx, s.key, r.ID)
 		}
 	}
-	e.keyed.cache().Add(r.ID, slot)
+	for _, k := range kc {
+		v, counted := keyValue(k, r)
+		if !counted {
+			continue
+		}
+		slot := keyedSlotKey(r.Job, k, v)
+		ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: k.Limit, Holder: r.ID, Now: now, Until: r.LeaseUntil})
+		if err != nil || !ok {
+			giveBack()
+			return handBackKeyCap, fmt.Sprintf("job %q is at its keyed concurrency cap for %s = %s (%s, jobs.ConcurrencyBy)",
+				r.Job, k.Key, showValue(v), k), now.Add(SlotRetry)
+		}
+		slots = append(slots, keyedSlot{key: slot, cap: k})
+	}
 	// A start is a run's first claim: nothing recorded yet beyond RunStarted. A retry, or a
 	// resume after a sleep or an event, is the same run going on.
-	if kr != nil && r.LastSeq <= 1 {
-		if v, counted := keyValue(kr, r); counted {
+	if r.LastSeq <= 1 {
+		for _, k := range kr {
+			v, counted := keyValue(k, r)
+			if !counted {
+				continue
+			}
 			e.pruneRates(ctx, now)
-			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, kr, v), Holder: r.ID,
-				Limit: kr.Limit, Per: kr.Per, Now: now})
+			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, k, v), Holder: r.ID,
+				Limit: k.Limit, Per: k.Per, Now: now})
 			if err != nil || !ok {
-				if slot != "" {
-					e.releaseSlot(ctx, slot, r.ID)
-				}
+				giveBack()
 				if err != nil || !until.After(now) {
 					until = now.Add(SlotRetry)
 				}
 				return handBackKeyRate, fmt.Sprintf("rate limited by %s = %s until %s (%s, jobs.RateBy)",
-					kr.Key, showValue(v), until.UTC().Format(time.RFC3339Nano), kr), until
+					k.Key, showValue(v), until.UTC().Format(time.RFC3339Nano), k), until
 			}
 		}
 	}
+	e.keyed.cache().Add(r.ID, heldSlots{of: capsOf(kc), slots: slots})
 	return "", "", time.Time{}
 }
 
@@ -252,46 +304,58 @@ func (e *Engine) pruneRates(ctx context.Context, now time.Time) {
 	}
 }
 
-// keyedSlotOf is the keyed slot run runID of job holds ("" when none): remembered from the claim,
-// or read from the run. It follows the declared limit and the stored run, whatever a worker says.
-func (e *Engine) keyedSlotOf(ctx context.Context, f *fleet, runID, job string, run *store.Run) (string, *jobs.KeyedLimit, error) {
-	kc := f.keyedCap(job)
-	if kc == nil {
-		return "", nil, nil
-	}
-	if slot, ok := e.keyed.cache().Get(runID); ok && (slot == "" || strings.HasPrefix(slot, keyedSlotKey(job, kc, ""))) {
-		return slot, kc, nil
-	}
-	if run == nil {
-		r, err := e.store.RunGet(ctx, runID)
-		if err != nil {
-			return "", nil, err
-		}
-		run = &r
-	}
-	slot := ""
-	if v, counted := keyValue(kc, *run); counted {
-		slot = keyedSlotKey(job, kc, v)
-	}
-	e.keyed.cache().Add(runID, slot)
-	return slot, kc, nil
+// keyedSlot is one keyed slot a run holds, with the cap it counts under.
+type keyedSlot struct {
+	key string
+	cap *jobs.KeyedLimit
 }
 
-// renewKeyed extends a held keyed slot with the lease, as renewSlot does the job's.
-func (e *Engine) renewKeyed(ctx context.Context, f *fleet, runID, job string, now time.Time) (renewed bool, err error) {
-	slot, kc, err := e.keyedSlotOf(ctx, f, runID, job, nil)
-	if err != nil || slot == "" {
-		return false, err
+// keyedSlotsOf are the keyed slots run runID of job holds: remembered from the claim, or worked
+// out from the run. They follow the declared limits and the stored run, whatever a worker says.
+func (e *Engine) keyedSlotsOf(ctx context.Context, f *fleet, runID, job string, run *store.Run) ([]keyedSlot, error) {
+	kc := f.keyedCaps(job)
+	if len(kc) == 0 {
+		return nil, nil
 	}
-	ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: kc.Limit, Holder: runID,
-		Now: now, Until: now.Add(e.matching.Lease())})
+	of := capsOf(kc)
+	held, ok := e.keyed.cache().Get(runID)
+	if !ok || held.of != of {
+		if run == nil {
+			r, err := e.store.RunGet(ctx, runID)
+			if err != nil {
+				return nil, err
+			}
+			run = &r
+		}
+		held = heldSlots{of: of}
+		for _, k := range kc {
+			if v, counted := keyValue(k, *run); counted {
+				held.slots = append(held.slots, keyedSlot{key: keyedSlotKey(job, k, v), cap: k})
+			}
+		}
+		e.keyed.cache().Add(runID, held)
+	}
+	return held.slots, nil
+}
+
+// renewKeyed extends the held keyed slots with the lease, as renewSlot does the job's.
+func (e *Engine) renewKeyed(ctx context.Context, f *fleet, runID, job string, now time.Time) (renewed bool, err error) {
+	slots, err := e.keyedSlotsOf(ctx, f, runID, job, nil)
 	if err != nil {
 		return false, err
 	}
-	if !ok {
-		return false, jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", runID, slot)
+	for _, s := range slots {
+		ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: s.key, Limit: s.cap.Limit, Holder: runID,
+			Now: now, Until: now.Add(e.matching.Lease())})
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, jobs.Errorf(jobs.CodeJobSlotLost, "run %s: its slot of %s lapsed and was taken", runID, s.key)
+		}
+		renewed = true
 	}
-	return true, nil
+	return renewed, nil
 }
 
 // releaseKeyed gives r's keyed slot back once it left running. Best-effort, like releaseSlot.
@@ -304,10 +368,12 @@ func (e *Engine) releaseKeyed(ctx context.Context, r store.Run) {
 	if len(r.Input) > 0 {
 		run = &r
 	}
-	slot, _, err := e.keyedSlotOf(ctx, f, r.ID, r.Job, run)
-	if err != nil || slot == "" {
+	slots, err := e.keyedSlotsOf(ctx, f, r.ID, r.Job, run)
+	if err != nil || len(slots) == 0 {
 		return
 	}
-	e.releaseSlot(ctx, slot, r.ID)
+	for _, s := range slots {
+		e.releaseSlot(ctx, s.key, r.ID)
+	}
 	e.keyed.cache().Remove(r.ID)
 }
