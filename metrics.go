@@ -14,5 +14,5 @@ const (
 		"Either way the run may run twice."
 	MetricClaimsHandedBack     = "jobs_claims_handed_back_total"
 	MetricClaimsHandedBackHelp = "Claims handed back without spending an attempt because a limit was reached, by reason: " +
-		"source=engine for the fleet caps (job_cap), source=worker for the process's LimitConfig (tenant_cap, tenant_rate)."
+		"source=engine for the fleet caps (job_cap), source=worker for the process's LimitConfig (tenant_cap, tenant_rate, global_cap)."
 )

@@ -19,7 +19,7 @@ const (
 	handBackOther      = "other"
 )
 
-var workerHandBackReasons = map[string]bool{"tenant_cap": true, "tenant_rate": true}
+var workerHandBackReasons = map[string]bool{"tenant_cap": true, "tenant_rate": true, "global_cap": true}
 
 // handBackNotes remembers, per run, why its last claim was handed back, so `jobs show` can say
 // why a delayed run waits. It is this engine process's memory, a best-effort explanation: another

@@ -39,13 +39,19 @@ type Rate struct {
 const (
 	HandBackTenant = "tenant_cap"
 	HandBackRate   = "tenant_rate"
+	HandBackGlobal = "global_cap"
 )
 
 // A claim over PerTenant or RatePerTenant is handed back (frontend.CmdRelease: no attempt
 // spent), delayed so that it is not claimed again at once: for the rate, until the window has
 // room; for the tenant cap, by a backoff per tenant that doubles while the tenant stays at its
-// cap (tenantBackoffMin to tenantBackoffMax) and resets once a run of it is admitted. Global and
-// PerQueue are never over: the pollers do not ask for more runs than they leave room for.
+// cap (tenantBackoffMin to tenantBackoffMax) and resets once a run of it is admitted. PerQueue is
+// never over: the pollers do not ask for more runs than they leave room for. Nor, mostly, is
+// Global: a poller reserves its share before it asks. But a poll that waits for work lends its
+// reservation to the pollers of other queues (budget.lend), so an idle queue's long-poll does
+// not hold the process's budget while another queue has runs ready; a run its poll then claims
+// without a share left is handed back ready at once (HandBackGlobal), to be claimed by the next
+// poll that holds one.
 const (
 	tenantBackoffMin = 250 * time.Millisecond
 	tenantBackoffMax = 5 * time.Second
@@ -54,8 +60,8 @@ const (
 type limiter struct {
 	cfg   LimitConfig
 	clock clock.Clock
-	// global holds a token per run executing, when Global is set.
-	global chan struct{}
+	// global is the budget of runs executing, when Global is set.
+	global *budget
 
 	mu      sync.Mutex
 	running map[string]int
@@ -67,7 +73,7 @@ func newLimiter(cfg LimitConfig, c clock.Clock) *limiter {
 	l := &limiter{cfg: cfg, clock: c, running: map[string]int{}, starts: map[string][]time.Time{},
 		backoff: map[string]time.Duration{}}
 	if cfg.Global > 0 {
-		l.global = make(chan struct{}, cfg.Global)
+		l.global = &budget{free: cfg.Global, changed: make(chan struct{})}
 	}
 	return l
 }
@@ -78,31 +84,98 @@ func (l *limiter) take(ctx context.Context, want int) int {
 	if l.global == nil {
 		return want
 	}
-	select {
-	case l.global <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	got := 1
-	for got < want {
-		select {
-		case l.global <- struct{}{}:
-			got++
-		default:
-			return got
-		}
-	}
-	return got
+	return l.global.take(ctx, want)
 }
 
 // give returns n reservations of the global budget.
 func (l *limiter) give(n int) {
-	if l.global == nil {
-		return
+	if l.global != nil && n > 0 {
+		l.global.give(n)
 	}
-	for range n {
-		<-l.global
+}
+
+// lend makes n reservations of a poll about to wait borrowable by other pollers (see budget);
+// the poll answers with back once it returns, which says how many it holds again.
+func (l *limiter) lend(n int) (back func(claimed int) int) {
+	if l.global == nil || n == 0 {
+		return func(int) int { return n }
 	}
+	l.global.lend(n)
+	return func(claimed int) int { return l.global.reclaim(n, claimed) }
+}
+
+// budget is LimitConfig.Global's count of runs: free reservations, and those lent by polls that
+// wait for work. A poller takes free ones first, else borrows lent ones; a poll back from its
+// wait takes back what is still lent (up to what it lent), and more from the free ones if it
+// claimed more runs than that. Every reservation is free, lent or held, so the runs executing
+// never exceed Global.
+type budget struct {
+	mu   sync.Mutex
+	free int
+	lent int
+	// changed is closed, and replaced, when free or lent grows: the pollers waiting to take
+	// look again.
+	changed chan struct{}
+}
+
+func (b *budget) take(ctx context.Context, want int) int {
+	for {
+		b.mu.Lock()
+		if b.free > 0 || b.lent > 0 {
+			n := min(want, b.free)
+			b.free -= n
+			m := min(want-n, b.lent)
+			b.lent -= m
+			b.mu.Unlock()
+			return n + m
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0
+		}
+	}
+}
+
+func (b *budget) give(n int) {
+	b.mu.Lock()
+	b.free += n
+	b.grew()
+	b.mu.Unlock()
+}
+
+func (b *budget) lend(n int) {
+	b.mu.Lock()
+	b.lent += n
+	b.grew()
+	b.mu.Unlock()
+}
+
+// reclaim ends a loan of lent reservations by a poll that claimed runs: it returns how many the
+// poll holds now, at most claimed (the rest of what is still lent becomes free).
+func (b *budget) reclaim(lent, claimed int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	back := min(lent, b.lent)
+	b.lent -= back
+	held := min(back, claimed)
+	if back > held {
+		b.free += back - held
+		b.grew()
+	}
+	if more := min(claimed-held, b.free); more > 0 {
+		b.free -= more
+		held += more
+	}
+	return held
+}
+
+// grew wakes the pollers waiting to take; b.mu is held.
+func (b *budget) grew() {
+	close(b.changed)
+	b.changed = make(chan struct{})
 }
 
 // admit decides whether a claimed task may run here now. When it may not, it says why and when
@@ -168,6 +241,8 @@ func (l *limiter) explain(reason string, t frontend.Task, workerID string) strin
 	case HandBackRate:
 		return fmt.Sprintf("tenant %q is at worker %s's LimitConfig.RatePerTenant (%d per %s)", t.Tenant, workerID,
 			l.cfg.RatePerTenant.N, l.cfg.RatePerTenant.Per)
+	case HandBackGlobal:
+		return fmt.Sprintf("worker %s is at its LimitConfig.Global (%d at once): the run is ready for the next claim", workerID, l.cfg.Global)
 	}
 	return reason
 }

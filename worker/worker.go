@@ -308,20 +308,22 @@ func (w *Worker) poll(queue string, concurrency int) {
 			<-held
 		}
 	}
-	run := func(t frontend.Task) {
+	run := func(c claimed) {
 		defer w.inflight.Done()
 		defer func() { <-held }()
 		s := &slot{slots: slots}
 		defer s.give()
-		defer w.lim.give(1)
-		w.handle(t, s)
+		if !c.over {
+			defer w.lim.give(1)
+		}
+		w.handle(c.Task, s, c.over)
 	}
 	// A claimed task runs on a runner goroutine that stays for the poller's next task (at most
 	// one runner per held claim), not on a goroutine of its own: a claim's record reaches deep
 	// into the engine and its store driver, and a fresh goroutine grew its stack there on every
 	// claim, a measurable share of a no-op job's CPU. Unbuffered: a task is handed over only to a
 	// runner waiting for one, else a runner is started for it.
-	idle := make(chan frontend.Task)
+	idle := make(chan claimed)
 	backoff := 50 * time.Millisecond
 	var failures pollFailures
 	wait, batch := w.lingerFor(concurrency)
@@ -348,10 +350,11 @@ func (w *Worker) poll(queue string, concurrency int) {
 			return
 		}
 		free = got
+		back := w.lim.lend(free) // while the poll waits, pollers of other queues may borrow them
 		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
 			Wait: w.cfg.PollWait, Limits: w.limits})
 		unused(free - len(tasks))
-		w.lim.give(free - len(tasks))
+		within := back(len(tasks))
 		if err != nil {
 			if w.pollCtx.Err() != nil {
 				return
@@ -369,16 +372,17 @@ func (w *Worker) poll(queue string, concurrency int) {
 		backoff = 50 * time.Millisecond
 		failures.recovered(w.log, queue, w.cfg.Clock.Now())
 		w.pollResult(queue, nil)
-		for _, t := range tasks {
+		for i, t := range tasks {
+			c := claimed{Task: t, over: i >= within}
 			w.inflight.Add(1)
 			select {
-			case idle <- t: // a runner between tasks took it
+			case idle <- c: // a runner between tasks took it
 			default:
 				go func() {
 					for {
-						run(t)
+						run(c)
 						select {
-						case t = <-idle:
+						case c = <-idle:
 						case <-w.pollCtx.Done():
 							return
 						}
@@ -389,8 +393,16 @@ func (w *Worker) poll(queue string, concurrency int) {
 	}
 }
 
-// handle runs one claimed task to the end of its claim, in slot s.
-func (w *Worker) handle(t frontend.Task, s *slot) {
+// claimed is a task a poll claimed; over when the process's Global budget had no room left for
+// it (its poll's reservation was borrowed while it waited): it is handed back, not run.
+type claimed struct {
+	frontend.Task
+	over bool
+}
+
+// handle runs one claimed task to the end of its claim, in slot s, or hands it back when over
+// the process's Global budget.
+func (w *Worker) handle(t frontend.Task, s *slot, over bool) {
 	log := &runLog{w: w, run: t.RunID, job: t.Job, attempt: t.Attempt}
 	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
@@ -401,6 +413,14 @@ func (w *Worker) handle(t frontend.Task, s *slot) {
 		// Another worker may host it: hand it back without spending an attempt.
 		log.get().Warn("jobs.job.unknown")
 		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now().Add(5 * time.Second)})
+		return
+	}
+	if over {
+		// Ready again at once: the next poll that holds a reservation claims it.
+		w.metrics.handedBack.WithLabelValues(t.Queue, HandBackGlobal).Inc()
+		log.get().Debug("jobs.limit.handed-back", "reason", HandBackGlobal)
+		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now(),
+			Code: HandBackGlobal, Error: w.lim.explain(HandBackGlobal, t, w.cfg.ID)})
 		return
 	}
 	if ok, reason, readyAt := w.lim.admit(t); !ok {
