@@ -412,3 +412,114 @@ func TestACancelDuringStartChildCancelsTheChild(t *testing.T) {
 		})
 	}
 }
+
+// A run someone else enqueued under the key a parent's StartChild then uses is not adopted as
+// its child, even when its EnqueuedBy names the parent ("run:<id>" is attribution any caller may
+// write): the parent gets that run back, unlinked, and cancelling the parent leaves it alone.
+func TestAForgedAttributionIsNotAdoptedAsAChild(t *testing.T) {
+	t.Parallel()
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			env := testenv.Start(t, testenv.Options{Store: b.Open(t)})
+			idle := jobs.MustDefine("adopt-idle", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) {
+					_, _, err := jobs.WaitForEvent[order](c, "never", "adopt.never", nil, time.Hour)
+					return "", err
+				})
+			parent := jobs.MustDefine("adopt-parent", func(in order) string { return in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) {
+					if _, _, err := jobs.WaitForEvent[order](c, "gate", "adopt.go", nil, time.Hour); err != nil {
+						return "", err
+					}
+					h, err := idle.StartChild(c, "bound", order{ID: in.ID + "-bound"})
+					if err != nil {
+						return "", err
+					}
+					return h.RunID, jobs.SleepFor(c, time.Hour)
+				})
+			env.Worker(worker.Config{}, idle, parent)
+			p, err := parent.Enqueue(t.Context(), env.Engine, order{ID: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Await(p.RunID, store.StateSuspended)
+			req, err := idle.Request(order{ID: "p-bound"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.EnqueuedBy = "run:" + p.RunID
+			mine, err := env.Engine.Enqueue(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Await(mine.RunID, store.StateSuspended)
+			if _, err := env.Engine.Publish(t.Context(), "adopt.go", order{ID: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			awaitKind(t, env, p.RunID, history.KindTimerStarted)
+			if l, ok, err := env.Store.ParentOf(t.Context(), mine.RunID); err != nil || ok {
+				t.Fatalf("the run enqueued by an operator was linked as a child (%+v, %v)", l, err)
+			}
+			if _, err := env.Engine.Cancel(t.Context(), p.RunID, "operator"); err != nil {
+				t.Fatal(err)
+			}
+			env.Await(p.RunID, store.StateCancelled)
+			if r, err := env.Store.RunGet(t.Context(), mine.RunID); err != nil || r.State != store.StateSuspended {
+				t.Fatalf("the operator's run is %s after the parent's cancel (%v), want it left suspended", r.State, err)
+			}
+		})
+	}
+}
+
+// failsLinkOnce fails the first ChildLinkAdd, as an engine stopped between a child's creation and
+// its link would leave it.
+type failsLinkOnce struct {
+	store.Store
+	failed atomic.Bool
+}
+
+func (f *failsLinkOnce) ChildLinkAdd(ctx context.Context, l store.ChildLink) (store.ChildLink, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		return store.ChildLink{}, jobs.Errorf(jobs.CodeStoreUnavailable, "the link is lost")
+	}
+	return f.Store.ChildLinkAdd(ctx, l)
+}
+
+// A child made by a StartChild whose link was lost is linked when the call is made again: the
+// enqueue finds the run the call made (its id is the call's), not someone else's.
+func TestALostChildLinkIsWrittenWhenTheCallIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			st := &failsLinkOnce{Store: b.Open(t)}
+			env := testenv.Start(t, testenv.Options{Store: st})
+			child := jobs.MustDefine("relink-child", func(in order) string { return "c:" + in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) { return "kid-" + in.ID, nil })
+			parent := jobs.MustDefine("relink-parent", func(in order) string { return "p:" + in.ID }, jobs.NoTenant[order](),
+				func(c *jobs.Ctx, in order) (string, error) {
+					h, err := child.StartChild(c, "kid", in)
+					if err != nil {
+						return "", err
+					}
+					return h.Wait(c)
+				}, jobs.Retry(jobs.RetryPolicy{Attempts: 3, Backoff: jobs.Fixed, Delay: time.Millisecond}))
+			env.Worker(worker.Config{}, child, parent)
+			res, err := parent.Enqueue(t.Context(), env.Engine, order{ID: "o1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := env.Await(res.RunID, store.StateCompleted)
+			var out string
+			if err := jobs.Decode(done.Result, &out); err != nil || out != "kid-o1" {
+				t.Fatalf("parent result %q (%v)", out, err)
+			}
+			kids, err := env.Engine.ListRuns(t.Context(), store.ListParams{Job: "relink-child"})
+			if err != nil || len(kids) != 1 {
+				t.Fatalf("%d children (%v), want 1", len(kids), err)
+			}
+			if l, ok, err := env.Store.ParentOf(t.Context(), kids[0].ID); err != nil || !ok || l.ParentID != res.RunID {
+				t.Fatalf("the child's link: %+v %v (%v), want its parent %s", l, ok, err, res.RunID)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -21,24 +22,35 @@ import (
 // registered is found in the lookback window. A child that finished longer ago is answered from
 // its row before the wait is registered (childOutcome).
 
-// enqueuedByRun is the EnqueuedBy of a run enqueued by the durable call of another run.
+// enqueuedByRun begins the EnqueuedBy of a run enqueued by the durable call of another run. A
+// filter only (childFinished reads no link for a run whose EnqueuedBy does not begin so): any
+// caller may write it, so it never decides a link.
 const enqueuedByRun = "run:"
+
+// callRunKey carries, in an enqueue's context, the id of the durable call (callID) that
+// enqueues: the run it creates gets an id seeded by the call (uuid7.Seeded), which no caller can
+// choose, so the engine can tell later that the call made it.
+type callRunKey struct{}
+
+// runIDFor is the id of a run created at now: seeded by the durable call enqueueing it, if any.
+func runIDFor(ctx context.Context, now time.Time) string {
+	if call, ok := ctx.Value(callRunKey{}).(string); ok {
+		return uuid7.Seeded(now, call)
+	}
+	return uuid7.New(now)
+}
 
 // linkChild links the run an enqueue returned to the parent. A run the enqueue found live under
 // its key, started by someone else, is not the parent's to link (it would be cancelled with a
-// parent it never had): only a run this parent enqueued is linked.
+// parent it never had): only a run this call created is linked, which its id says (runIDFor).
+// Its EnqueuedBy ("run:<parent>") says the same but proves nothing: it is attribution, which any
+// caller may write.
 func (e *Engine) linkChild(ctx context.Context, parentID, name string, res jobs.EnqueueResult, detached bool) error {
 	if res.RunID == "" {
 		return nil // staged in a transaction: there is no run to link (not reached from a run)
 	}
-	if res.Deduped {
-		child, err := e.store.RunGet(ctx, res.RunID)
-		if err != nil {
-			return err
-		}
-		if child.EnqueuedBy != enqueuedByRun+parentID {
-			return nil
-		}
+	if res.Deduped && !uuid7.HasSeed(res.RunID, callID(parentID, name)) {
+		return nil
 	}
 	_, err := e.store.ChildLinkAdd(ctx, store.ChildLink{ParentID: parentID, ChildID: res.RunID, Name: name,
 		Detached: detached, CreatedAt: e.clock.Now()})

@@ -63,9 +63,9 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			if c.Effect == nil {
 				return req, noEnqueue(req.RunID, c.Name)
 			}
-			res, err := e.Enqueue(ctx, jobs.EnqueueRequest{Job: out.Job, Queue: out.Queue, Input: out.Input,
+			res, err := e.Enqueue(context.WithValue(ctx, callRunKey{}, id), jobs.EnqueueRequest{Job: out.Job, Queue: out.Queue, Input: out.Input,
 				Key: out.Key, Tenant: out.Tenant, NoTenant: out.NoTenant, Delay: out.Delay,
-				EnqueuedBy: "run:" + req.RunID, DedupeID: id, TraceParent: out.TraceParent, TraceState: out.TraceState})
+				EnqueuedBy: enqueuedByRun + req.RunID, DedupeID: id, TraceParent: out.TraceParent, TraceState: out.TraceState})
 			if err != nil {
 				return req, err
 			}

@@ -20,7 +20,6 @@ import (
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
-	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/matching"
 	"github.com/ultimat3/jobs/signals"
@@ -409,7 +408,7 @@ func (e *Engine) PrepareRun(ctx context.Context, req jobs.EnqueueRequest, now ti
 		req.TraceParent, req.TraceState = jobs.TraceContext(ctx)
 	}
 	run := store.Run{
-		ID: uuid7.New(now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
+		ID: runIDFor(ctx, now), Job: req.Job, Queue: req.Queue, Key: req.Key, Tenant: req.Tenant,
 		NoTenant: req.NoTenant, EnqueuedBy: req.EnqueuedBy, Input: req.Input, State: store.StateReady,
 		Attempt: 1, ReadyAt: now, CreatedAt: now, UpdatedAt: now, Priority: req.Priority,
 		TraceParent: req.TraceParent, TraceState: req.TraceState,

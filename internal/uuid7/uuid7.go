@@ -4,6 +4,7 @@ package uuid7
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"time"
@@ -15,6 +16,29 @@ func New(t time.Time) string {
 	ms := uint64(t.UnixMilli())
 	binary.BigEndian.PutUint64(b[0:8], ms<<16)
 	_, _ = rand.Read(b[6:])
+	return format(&b)
+}
+
+// Seeded returns a version 7 UUID for the given time whose 74 random bits are drawn from seed
+// instead: ids made from one seed differ in their time only, so HasSeed can tell, from the id
+// alone, that it was made from a seed (a durable call's own id) that no caller can choose.
+func Seeded(t time.Time, seed string) string {
+	var b [16]byte
+	ms := uint64(t.UnixMilli())
+	binary.BigEndian.PutUint64(b[0:8], ms<<16)
+	h := sha256.Sum256([]byte(seed))
+	copy(b[6:], h[:10])
+	return format(&b)
+}
+
+// HasSeed reports whether id is Seeded(t, seed) for some time t.
+func HasSeed(id, seed string) bool {
+	want := Seeded(time.UnixMilli(0), seed)
+	// The time is the first 12 hex digits and the dash after them; the version digit follows.
+	return len(id) == 36 && id[13:] == want[13:]
+}
+
+func format(b *[16]byte) string {
 	b[6] = (b[6] & 0x0f) | 0x70 // version 7
 	b[8] = (b[8] & 0x3f) | 0x80 // RFC 4122 variant
 	var s [36]byte
