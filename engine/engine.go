@@ -371,7 +371,7 @@ func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 // the id of a run it may not see, and a caller enqueuing for one tenant would take another
 // tenant's run for its own. The message names neither that run nor its tenant.
 func heldByAnotherTenant(p store.CreateRunParams, res store.CreateRunResult) error {
-	if !res.Deduped || (res.Run.Tenant == p.Run.Tenant && res.Run.NoTenant == p.Run.NoTenant) {
+	if !res.Deduped || store.SameTenant(res.Run, p.Run) {
 		return nil
 	}
 	return jobs.Errorf(jobs.CodeKeyTaken, "enqueue of %q: the idempotency key %q is held by a live run of another tenant", p.Run.Job, p.Run.Key)

@@ -76,6 +76,22 @@ var dedupeTests = []test{
 		}
 	}},
 
+	// A live run of another tenant holding the key is returned (the engine refuses the request),
+	// and the id is not recorded: sent again once that run finished, the request creates its run.
+	{"AnotherTenantsKeyIsNotRecorded", func(t *testing.T, s store.Store) {
+		create(t, s, runParams(1))
+		p := runParams(2)
+		p.Run.Key, p.Run.Tenant = "key-1", "other"
+		if res := once(t, s, "outbox:y", p); !res.Deduped || res.Run.ID != runID(1) {
+			t.Fatalf("got %s deduped %v, want run 1 deduped", res.Run.ID, res.Deduped)
+		}
+		r := claimOne(t, s, claimParams(stickyOwner, 1, "q1"))
+		applyOK(t, s, mutation(r, store.Transition{State: store.StateCompleted, Result: []byte("done")}))
+		if res := once(t, s, "outbox:y", p); res.Deduped || res.Run.ID != runID(2) {
+			t.Fatalf("sent again after the holder finished: got %s deduped %v, want run 2 created", res.Run.ID, res.Deduped)
+		}
+	}},
+
 	{"ConcurrentResendsCreateOneRun", func(t *testing.T, s store.Store) {
 		const n = 8
 		got := make([]store.CreateRunResult, n)
