@@ -34,7 +34,15 @@ func (s *Server) mcpHandler() http.Handler {
 			return all
 		}
 		return read
-	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log}))
+	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log,
+		// The SDK's own guard against DNS rebinding refuses, on a loopback listener, every
+		// Host that is not loopback, token or not: /mcp would be unreachable by name (a
+		// reverse proxy keeping the Host header) exactly where the rest of the API is served.
+		// authenticate already applies the API's rule to /mcp as to every route: only an
+		// engine without a token is held to requests by address, and a token is not
+		// something a rebinding page can send.
+		DisableLocalhostProtection: true,
+	}))
 }
 
 // mcpRefusals answers the SDK transport's own refusals as the API answers every refusal, with

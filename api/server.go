@@ -39,6 +39,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/ui"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/refuse"
 	"github.com/ultimat3/jobs/scheduler"
 )
 
@@ -534,22 +535,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // refusalOf is the *jobs.Error a caller gets for err (logged when it is the engine's fault): a
-// whole answer's, or one record's in a batch (records.go).
+// whole answer's, or one record's in a batch (records.go). An uncoded err is refused by the
+// rule the MCP tools share (internal/refuse), so neither surface shows a store's own text.
 func (s *Server) refusalOf(r *http.Request, err error) *jobs.Error {
-	var e *jobs.Error
-	if !errors.As(err, &e) {
-		switch {
-		case r.Context().Err() != nil:
-			// The client left (or cancelled the long-poll): nobody reads this answer.
-			s.log.Debug("jobs.api.client-gone", "method", r.Method, "path", r.URL.Path, "err", err)
-			e = jobs.Wrap(jobs.CodeDraining, err, "the request was cancelled")
-		case errors.Is(err, context.DeadlineExceeded):
-			e = jobs.Wrap(jobs.CodeStoreUnavailable, err, "the store did not answer in time")
-		default:
-			s.log.Error("jobs.api.internal", "method", r.Method, "path", r.URL.Path, "err", err)
-			e = jobs.Errorf(jobs.CodeInternal, "internal error; the engine logged it")
-		}
-	}
+	e := refuse.Of(r.Context(), s.log, "jobs.api", err, "method", r.Method, "path", r.URL.Path)
 	if status := StatusOf(e.Code); status >= 500 && e.Code != jobs.CodeInternal {
 		s.log.Warn("jobs.api.unavailable", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Message)
 	}

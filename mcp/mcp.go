@@ -16,7 +16,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/client"
+	"github.com/ultimat3/jobs/internal/refuse"
 )
 
 // Access is what a server's caller may do.
@@ -49,7 +49,8 @@ type Options struct {
 	// Actor is recorded as who retried a run when the call names nobody (RunRetried.By).
 	// Defaults to "mcp".
 	Actor string
-	// Logger receives the panics a tool recovered from. Defaults to slog.Default().
+	// Logger receives the panics a tool recovered from and the errors refused without their
+	// text (those carrying no X_ code). Defaults to slog.Default().
 	Logger *slog.Logger
 }
 
@@ -77,15 +78,10 @@ type ErrorBody struct {
 	Error *jobs.Error `json:"error"`
 }
 
-// refusal is a tool error carrying err's X_ code; an error without one is X_INTERNAL's, its
-// message kept (the tools' own errors all carry a code).
-func refusal(err error) *sdk.CallToolResult {
-	var je *jobs.Error
-	e := &jobs.Error{Code: jobs.CodeInternal, Message: err.Error()}
-	if errors.As(err, &je) {
-		e = &jobs.Error{Code: je.Code, Message: je.Message}
-	}
-	body := ErrorBody{Error: e}
+// refusal is a tool error carrying e's X_ code and message. It takes a coded error only: an
+// error a tool's body returned goes through refuse first (tools.refuse).
+func refusal(e *jobs.Error) *sdk.CallToolResult {
+	body := ErrorBody{Error: &jobs.Error{Code: e.Code, Message: e.Message}}
 	b, _ := json.Marshal(body)
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: body}
 }
@@ -120,9 +116,17 @@ func (t *tools) guard(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// safely runs a tool's body, turning a panic into X_INTERNAL (logged) rather than a dead
-// connection: bad input is refused before it could panic, so only a bug gets here.
-func (t *tools) safely(name string, body func() (any, error)) (res *sdk.CallToolResult, out any, err error) {
+// refuse is tool name's refusal of err, answered within ctx (the call's). An error without an X_
+// code (a store's or driver's own, which may name hosts, users or credentials) is refused and
+// logged by the rule the HTTP API follows (internal/refuse): the tools are served at /mcp to
+// the same credentials, and a viewer may not read there what GET /v1/… does not show it.
+func (t *tools) refuse(ctx context.Context, name string, err error) *sdk.CallToolResult {
+	return refusal(refuse.Of(ctx, t.o.Logger, "jobs.mcp", err, "tool", name))
+}
+
+// safely runs a tool's body within ctx, turning a panic into X_INTERNAL (logged) rather than a
+// dead connection: bad input is refused before it could panic, so only a bug gets here.
+func (t *tools) safely(ctx context.Context, name string, body func() (any, error)) (res *sdk.CallToolResult, out any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			t.o.Logger.Error("jobs.mcp.panic", "tool", name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -131,7 +135,7 @@ func (t *tools) safely(name string, body func() (any, error)) (res *sdk.CallTool
 	}()
 	v, e := body()
 	if e != nil {
-		return refusal(e), nil, nil
+		return t.refuse(ctx, name, e), nil, nil
 	}
 	return nil, v, nil
 }

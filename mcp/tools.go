@@ -143,7 +143,7 @@ func add[In any](t *tools, s *sdk.Server, name, desc string, ann *sdk.ToolAnnota
 	}
 	sdk.AddTool(s, &sdk.Tool{Name: name, Description: desc, Annotations: ann},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
-			return t.safely(name, func() (any, error) { return body(ctx, in) })
+			return t.safely(ctx, name, func() (any, error) { return body(ctx, in) })
 		})
 }
 
@@ -210,7 +210,7 @@ func (t *tools) register(s *sdk.Server) {
 		Description: "Dump a run's event history as JSON lines, the format `engine history dump` writes and replay tests load."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) (*sdk.CallToolResult, any, error) {
 			var dump bytes.Buffer
-			res, out, err := t.safely(ToolHistory, func() (any, error) {
+			res, out, err := t.safely(ctx, ToolHistory, func() (any, error) {
 				if err := required("run_id", in.RunID); err != nil {
 					return nil, err
 				}
