@@ -303,13 +303,15 @@ func listQuery(p store.ListParams, withState bool) url.Values {
 // Transport.
 
 type response struct {
+	status      int
 	contentType string
 	body        []byte
 }
 
 func decodeAs(r response, v any) error {
 	var err error
-	if strings.HasPrefix(r.contentType, ContentMsgpack) {
+	switch {
+	case strings.HasPrefix(r.contentType, ContentMsgpack):
 		switch v := v.(type) {
 		case *frontend.RecordResponse:
 			// A step's answer and a poll's: their own codecs (recordcodec.go, pollcodec.go),
@@ -320,13 +322,36 @@ func decodeAs(r response, v any) error {
 		default:
 			err = slowDecode(r.body, v) // a malformed answer is an error, not a panic
 		}
-	} else {
+	case strings.HasPrefix(r.contentType, ContentJSON):
 		err = json.Unmarshal(r.body, v)
+	default:
+		return notTheEngine(r)
 	}
 	if err != nil {
 		return jobs.Wrap(jobs.CodeEncoding, err, "decode the engine's answer")
 	}
 	return nil
+}
+
+// notTheEngine is the error for a success whose body is neither msgpack nor JSON, the only types
+// the engine answers a decoded call in: a web page, an empty body, text. Something other than the
+// engine answered (a server at the wrong address, a login page a proxy redirected to), so the
+// engine was not reached. X_ENCODING would say the engine's answer was garbled, a terminal
+// refusal that an outbox relay sets its row aside for as the row's own fault; X_ENGINE_UNREACHABLE
+// says what happened, and a worker retries it and a relay holds its rows in line.
+func notTheEngine(r response) error {
+	const hint = "the server does not answer as a jobs engine (is the address right?)"
+	text := strings.Join(strings.Fields(string(r.body)), " ")
+	switch {
+	case strings.HasPrefix(r.contentType, "text/html") || strings.HasPrefix(text, "<"):
+		return jobs.Errorf(jobs.CodeEngineUnreachable, "HTTP %d with a web page: %s", r.status, hint)
+	case text == "":
+		return jobs.Errorf(jobs.CodeEngineUnreachable, "HTTP %d with no body: %s", r.status, hint)
+	}
+	if len(text) > 200 {
+		text = strings.ToValidUTF8(text[:200], "") + "…"
+	}
+	return jobs.Errorf(jobs.CodeEngineUnreachable, "HTTP %d with %q, not the engine's msgpack or JSON: %s: %s", r.status, r.contentType, hint, text)
 }
 
 func (c *Client) callMsgpack(ctx context.Context, path string, in, out any, timeout time.Duration, lost jobs.Code) error {
@@ -441,7 +466,7 @@ func answer(status int, h http.Header, b []byte) (response, error) {
 	if status/100 != 2 {
 		return response{}, refusal(status, ct, h, b)
 	}
-	return response{contentType: ct, body: b}, nil
+	return response{status: status, contentType: ct, body: b}, nil
 }
 
 // lost classifies a call that got no answer.
@@ -480,6 +505,8 @@ func refusal(status int, contentType string, h http.Header, body []byte) error {
 		switch {
 		case strings.HasPrefix(contentType, "text/html") || strings.HasPrefix(text, "<"):
 			e = jobs.Errorf(codeOfStatus(status), "HTTP %d with a web page: the server does not answer as a jobs engine (is the address right?)", status)
+		case text == "":
+			e = jobs.Errorf(codeOfStatus(status), "HTTP %d with no body: the server does not answer as a jobs engine (is the address right?)", status)
 		default:
 			if len(text) > 200 {
 				text = strings.ToValidUTF8(text[:200], "") + "…"

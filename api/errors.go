@@ -91,9 +91,18 @@ func StatusOf(c jobs.Code) int {
 }
 
 // codeOfStatus is the reverse, for a response whose body carries no code (a proxy's 502 page, a
-// body cut short). It errs towards codes the worker retries.
+// body cut short, another server at the address). It errs towards codes the worker retries.
 func codeOfStatus(status int) jobs.Code {
 	switch status {
+	case http.StatusNotFound:
+		// The engine answers a path it does not serve with a coded body, so an uncoded 404 comes
+		// from something else at the address: the client's wiring is wrong, not the request.
+		// X_BAD_REQUEST would blame the request, and an outbox relay sets a row refused so aside
+		// for good: one wrong address would empty the outbox into the failed list.
+		return jobs.CodeRouteNotFound
+	case http.StatusMethodNotAllowed:
+		// As for 404: the engine's own 405 carries X_METHOD_NOT_ALLOWED in its body.
+		return jobs.CodeMethodNotAllowed
 	case http.StatusUnauthorized:
 		return jobs.CodeUnauthorized
 	case http.StatusForbidden:

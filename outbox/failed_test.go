@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
@@ -410,6 +413,71 @@ func TestWhichRefusalsSetARowAside(t *testing.T) {
 			if n != 0 || err == nil || jobs.CodeOf(err) != jobs.CodeOf(c.err) || total != 0 || backlogOf(t, mem) != 2 || len(pub.keys) != 0 {
 				t.Errorf("published %v (%v), %d failed, backlog %d; want the pass stopped at the row with its code, both rows in line",
 					pub.keys, err, total, backlogOf(t, mem))
+			}
+		})
+	}
+}
+
+// A relay whose api.Client points at a server that is not the engine (a web server's 404 or 405
+// page, an empty answer, a 2xx page such as a login page a proxy redirects to) holds every row in
+// line, as the wiring codes promise: set aside, the rows would all be refused alike, and one
+// wrong address would empty the outbox into the failed list.
+func TestRelayAtAWrongAddressHoldsItsRows(t *testing.T) {
+	t.Parallel()
+	page := "<html><body>not the engine</body></html>"
+	for _, c := range []struct {
+		name        string
+		status      int
+		contentType string
+		body        string
+	}{
+		{"404 page", http.StatusNotFound, "text/html", page},
+		{"404 empty", http.StatusNotFound, "", ""},
+		{"405 page", http.StatusMethodNotAllowed, "text/html", page},
+		{"200 page", http.StatusOK, "text/html", page},
+		{"200 empty", http.StatusOK, "", ""},
+		{"204", http.StatusNoContent, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if c.contentType != "" {
+					w.Header().Set("Content-Type", c.contentType)
+				}
+				w.WriteHeader(c.status)
+				_, _ = w.Write([]byte(c.body))
+			}))
+			defer srv.Close()
+			cl, err := api.NewClient(srv.URL, "", api.WithNetHTTP(), api.WithoutFrames())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			mem := NewMemoryStore()
+			ob, err := New(Config{Store: mem, Mode: Required})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := mem.Begin()
+			for _, id := range []string{"1", "2", "3"} {
+				if _, err := noteJob.EnqueueTx(t.Context(), ob.Tx(tx), Note{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewRelay(RelayConfig{Store: mem, Publisher: cl, Clock: clock.Real{}, Logger: testenv.Logger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := r.Pass(t.Context())
+			if rows, total := failedRows(t, mem); total != 0 {
+				t.Fatalf("the relay set %d rows aside (%s: %s); want them held in line", total, rows[0].ErrorCode, rows[0].ErrorMessage)
+			}
+			if n != 0 || err == nil || setsAside(err) || backlogOf(t, mem) != 3 {
+				t.Errorf("pass: published %d, %v, backlog %d; want the pass stopped on a held code, the 3 rows in line",
+					n, err, backlogOf(t, mem))
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,9 +68,8 @@ type Config struct {
 // transaction comes from the context, see WithTx) and, bound to a transaction with Tx,
 // jobs.TxEnqueuer.
 type Outbox struct {
-	cfg  Config
-	mu   sync.Mutex
-	last time.Time // the newest staged_at handed out, so it never goes backwards
+	cfg   Config
+	guard *stagedGuard // shared by every Outbox on cfg.Clock, so staged_at never goes backwards
 }
 
 var _ jobs.Enqueuer = (*Outbox)(nil)
@@ -88,7 +88,7 @@ func New(cfg Config) (*Outbox, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Outbox{cfg: cfg}, nil
+	return &Outbox{cfg: cfg, guard: guardOf(cfg.Clock)}, nil
 }
 
 // Enqueue implements jobs.Enqueuer: it stages into the transaction ctx carries (WithTx), or,
@@ -146,17 +146,54 @@ func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (j
 	return jobs.EnqueueResult{Staged: row.ID}, nil
 }
 
-// stagedAt is the clock's time, never earlier than the last one handed out (at microsecond
-// resolution, which is what Postgres keeps), so rows staged in order keep that order.
+// stagedAt is the clock's time, never earlier than the last one handed out on that clock in this
+// process (at microsecond resolution, which is what Postgres keeps), so rows staged in order keep
+// that order even when the wall clock steps back between them.
 func (o *Outbox) stagedAt() time.Time {
 	now := o.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if now.Before(o.last) {
-		now = o.last
+	g := o.guard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Before(g.last) {
+		now = g.last
 	}
-	o.last = now
+	g.last = now
 	return now
+}
+
+// stagedGuard is the newest staged_at handed out on one clock.
+type stagedGuard struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// stagedGuards holds a guard per clock for the whole process, not per Outbox: an application may
+// run several outboxes (one Required, one Fallback, say) that stage into one transaction, and a
+// guard of each one's own would let the second's row, stamped after the wall clock stepped back,
+// sort ahead of the first's. The guard is per clock rather than one for the process because a
+// clock other than the wall clock (a test's fake, set to another day) is another timeline: its
+// times say nothing about the wall clock's, and one guard for both would stamp every row with the
+// later of the two.
+var stagedGuards = struct {
+	mu sync.Mutex
+	by map[clock.Clock]*stagedGuard
+}{by: map[clock.Clock]*stagedGuard{}}
+
+// guardOf returns c's guard, kept for the life of the process (an application has one clock, or a
+// few). A clock value that cannot be compared (one holding a slice, a map or a func) cannot be
+// told the same as another Outbox's, so its Outbox gets a guard of its own.
+func guardOf(c clock.Clock) *stagedGuard {
+	if !reflect.ValueOf(c).Comparable() {
+		return &stagedGuard{}
+	}
+	stagedGuards.mu.Lock()
+	defer stagedGuards.mu.Unlock()
+	g := stagedGuards.by[c]
+	if g == nil {
+		g = &stagedGuard{}
+		stagedGuards.by[c] = g
+	}
+	return g
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/internal/testenv"
 	"github.com/ultimat3/jobs/store"
 )
@@ -211,6 +212,102 @@ func TestOrdering(t *testing.T) {
 			t.Errorf("publish order %v\nwant %v", got, want)
 		}
 	})
+}
+
+// Rows staged in order keep their order across outboxes: an application may stage through two
+// (one Required, one Fallback, say) over one store and one clock, into one transaction, and a
+// wall clock that steps back (NTP) between the two stages must not put the second row first.
+func TestStagedAtNeverGoesBackwardsAcrossOutboxes(t *testing.T) {
+	t.Parallel()
+	mem := NewMemoryStore()
+	clk := &steppingClock{now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+	ob1, err := New(Config{Store: mem, Mode: Required, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob2, err := New(Config{Store: mem, Mode: Fallback, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ob2 has staged before, at an earlier time.
+	warm := mem.Begin()
+	if _, err := noteJob.EnqueueTx(t.Context(), ob2.Tx(warm), Note{ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Rollback()
+	clk.set(clk.Now().Add(2 * time.Second))
+	tx := mem.Begin()
+	if _, err := noteJob.EnqueueTx(t.Context(), ob1.Tx(tx), Note{ID: "invoice"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(clk.Now().Add(-time.Second)) // the wall clock steps back
+	if _, err := noteJob.EnqueueTx(t.Context(), ob2.Tx(tx), Note{ID: "charge"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := mem.Claim(t.Context(), "r", clk.Now(), time.Minute, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Request.Key)
+	}
+	if want := keys("invoice", "charge"); !slices.Equal(got, want) {
+		t.Fatalf("claim order %v, want %v (the order they were staged in, in one transaction)", got, want)
+	}
+}
+
+// steppingClock is a wall clock that, like a real one under NTP, may step back.
+type steppingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppingClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func (c *steppingClock) NewTimer(d time.Duration) clock.Timer { return clock.Real{}.NewTimer(d) }
+
+// Staging into a transaction that already ended (committed or rolled back) is X_OUTBOX_NO_TX on
+// every store, as the Store contract says: it is not X_STORE_UNAVAILABLE, which a caller retries
+// and no retry can fix.
+func TestStageIntoAnEndedTransactionIsNoTx(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ob, err := New(Config{Store: b.outbox, Mode: Required})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, end := range []string{"committed", "rolled back"} {
+				tx, commit, rollback := b.begin(t)
+				endTx := commit
+				if end == "rolled back" {
+					endTx = rollback
+				}
+				if err := endTx(); err != nil {
+					t.Fatal(err)
+				}
+				_, err = noteJob.EnqueueTx(t.Context(), ob.Tx(tx), Note{ID: "late"})
+				wantCode(t, "stage into a "+end+" transaction", err, jobs.CodeOutboxNoTx)
+			}
+			if n := backlogOf(t, b.outbox); n != 0 {
+				t.Errorf("stages into ended transactions left %d rows in line", n)
+			}
+		})
+	}
 }
 
 func rowIDs(rows []Row) []string {

@@ -124,12 +124,24 @@ func (r *Relay) ID() string { return r.cfg.ID }
 
 // Start runs passes until Stop. A pass that fails is logged as jobs.outbox.tick-failed and the
 // loop carries on after the interval: rows stay staged, never lost, while the store or the
-// engine is away.
-func (r *Relay) Start(context.Context) error {
+// engine is away. After a Stop whose ctx ran out before the pass in flight ended, Start first
+// waits, within ctx, for that loop to exit: two loops never run under one relay id, where they
+// would publish the same rows side by side under one claim.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return nil
+	}
+	prev := r.done
+	r.mu.Unlock()
+	if err := joined(ctx, prev); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.running {
-		return nil
+		return nil // a concurrent Start got there first
 	}
 	r.running = true
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
@@ -139,17 +151,24 @@ func (r *Relay) Start(context.Context) error {
 
 // Stop ends the loop and JOINS the pass in flight: it returns once that pass has published and
 // marked (or released) its rows, so the caller may close the database after it. ctx bounds the
-// wait.
+// wait; a Stop that ran out of time leaves the pass to finish, and a later Stop joins it again
+// (it returns nil only once the loop has exited).
 func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.running {
-		r.mu.Unlock()
-		return nil
+	if r.running {
+		r.running = false
+		close(r.stop)
 	}
-	r.running = false
-	close(r.stop)
 	done := r.done
 	r.mu.Unlock()
+	return joined(ctx, done)
+}
+
+// joined waits, within ctx, for a loop's done to close; nil when no loop was ever started.
+func joined(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
+		return nil
+	}
 	select {
 	case <-done:
 		return nil
@@ -231,10 +250,14 @@ func (r *Relay) pass(ctx context.Context) (int, int, error) {
 	if len(published) > 0 {
 		// Publish, THEN mark: a crash between the two republishes these rows, and the engine
 		// dedupes them by the row id, even if their runs already finished.
-		if _, err := r.cfg.Store.MarkPublished(ctx, r.cfg.ID, published, r.cfg.Clock.Now()); err != nil {
+		marked, err := r.cfg.Store.MarkPublished(ctx, r.cfg.ID, published, r.cfg.Clock.Now())
+		if err != nil {
 			return len(published), len(rows), err
 		}
-		r.metrics.published.Add(float64(len(published)))
+		// Only the rows the mark retired count: a row whose claim lapsed meanwhile is another
+		// relay's now, and it counts the row when it publishes and marks it (the engine hands
+		// it the run this publish created). Counting both would count the row twice.
+		r.metrics.published.Add(float64(marked))
 	}
 	r.observe(ctx, len(rows) < r.cfg.Batch)
 	return len(published), len(rows), pubErr

@@ -159,11 +159,23 @@ func (s *SQLStore) Stage(ctx context.Context, tx Tx, rows []Row) error {
 			return jobs.Wrap(jobs.CodeEncoding, err, "outbox: encode the enqueue of %q", r.Request.Job)
 		}
 		if err := tx.exec(ctx, s.sql.stage, r.ID, r.Request.Job, req, s.timeArg(r.StagedAt)); err != nil {
+			if txEnded(err) {
+				// Committed or rolled back already: no retry can stage into it, so it is not
+				// X_STORE_UNAVAILABLE (retryable) but a transaction this store cannot use, as
+				// the memory store answers.
+				return jobs.Wrap(jobs.CodeOutboxNoTx, err, "outbox: stage the enqueue of %q: the transaction has already ended", r.Request.Job)
+			}
 			// The caller's transaction failed, not ours: its error is what the caller must see.
 			return jobs.Wrap(jobs.CodeStoreUnavailable, err, "outbox: stage the enqueue of %q", r.Request.Job)
 		}
 	}
 	return nil
+}
+
+// txEnded reports whether err says the caller's transaction was committed or rolled back before
+// the stage: database/sql's sql.ErrTxDone, pgx's pgx.ErrTxClosed.
+func txEnded(err error) bool {
+	return errors.Is(err, sql.ErrTxDone) || errors.Is(err, pgx.ErrTxClosed)
 }
 
 // Claim implements Store.
