@@ -29,6 +29,17 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 			}
 		}
 	}
+	// The attempt the history's last events were written by: a body that reads Ctx.Attempt()
+	// replays as that attempt did.
+	for _, ev := range events {
+		if ev.Kind == history.KindAttemptFailed {
+			if p, err := ev.Decode(); err == nil {
+				if af, ok := p.(history.AttemptFailed); ok && af.Attempt >= info.Attempt {
+					info.Attempt = af.Attempt + 1
+				}
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e, out, err := Start(ctx, Config{Def: def, Info: info}, events)
@@ -42,9 +53,16 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 		return o.Err
 	case Failed:
 		// A rule the code broke during replay is a finding; an error the body returned from a
-		// replayed step's value is the body's business, as it was when it ran.
+		// replayed step's value is the body's business, as it was when it ran, unless the history
+		// records that the run went on past the point where the code now returns it.
 		if c := jobs.CodeOf(o.Err); c == jobs.CodeStepDuplicate || c == jobs.CodeEncoding {
 			return o.Err
+		}
+		if e.pos < len(e.cs.list) {
+			next := e.cs.list[e.pos]
+			return jobs.Errorf(jobs.CodeReplayDiverged,
+				"%s: the code returned an error after %d durable calls (%v), but the history records %d; the next recorded call is %s (seq %d)",
+				info.RunID, e.pos, o.Err, len(e.cs.list), next, next.seq)
 		}
 	}
 	return nil
