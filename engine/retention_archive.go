@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -79,7 +80,19 @@ type writerArchive struct {
 
 func (a *writerArchive) ArchiveRun(_ context.Context, run store.Run, events []history.Event) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "{\"run\":%q,\"job\":%q,\"state\":%q,\"events\":%d}\n", run.ID, run.Job, run.State, len(events))
+	// Encoded as JSON, not formatted: a job name may hold any character but NUL, and Go's quoting
+	// of a control character is not JSON's.
+	header := struct {
+		Run    string `json:"run"`
+		Job    string `json:"job"`
+		State  string `json:"state"`
+		Events int    `json:"events"`
+	}{run.ID, run.Job, string(run.State), len(events)}
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(header); err != nil {
+		return err
+	}
 	if err := history.Dump(&buf, events); err != nil {
 		return err
 	}

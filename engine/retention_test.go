@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -211,4 +212,30 @@ func (f failAfter) Write(p []byte) (int, error) {
 		return 0, errors.New("disk full")
 	}
 	return f.w.Write(p)
+}
+
+// WriterArchive's header is a JSON object whatever the job's name holds: a name may hold any
+// character but NUL, and Go's quoting of a control character is not JSON's.
+func TestWriterArchiveHeaderIsJSON(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	env := retentionEnv(t, testenv.OpenSQLite(t), engine.RetentionConfig{Every: 1000 * time.Hour,
+		Archive: engine.WriterArchive(&buf)})
+	const job = "odd\x01\vname\U000e0041"
+	id := enqueueIn(t, env, job, "a")
+	if _, err := env.Engine.Cancel(context.Background(), id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	env.Fake().Advance(8 * 24 * time.Hour)
+	if rep, err := env.Engine.SweepRetention(context.Background(), false); err != nil || rep.Archived != 1 {
+		t.Fatalf("sweep: %+v, %v", rep, err)
+	}
+	header, _, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
+	var h struct {
+		Run, Job, State string
+		Events          int
+	}
+	if err := json.Unmarshal(header, &h); err != nil || h.Job != job || h.Run != id || h.State != "cancelled" || h.Events < 1 {
+		t.Fatalf("archive header %s: %v (%+v)", header, err, h)
+	}
 }

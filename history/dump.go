@@ -51,7 +51,16 @@ func DumpWith(w io.Writer, events []Event, open Opener) error {
 		line := dumpLine{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Data: base64.StdEncoding.EncodeToString(e.Data)}
 		line.View = ViewWith(e, open)
 		if err := enc.Encode(line); err != nil {
-			return err
+			if line.View == nil {
+				return err
+			}
+			// The view is for people; "data" alone loads back. A payload the view cannot write
+			// (a time JSON has no form for, stored before the engine refused such values) must
+			// not make the history impossible to dump, or to archive before retention deletes it.
+			line.View = nil
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

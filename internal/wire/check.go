@@ -23,6 +23,13 @@ const (
 	MaxEntries = 1 << 20
 )
 
+// The seconds since 1970 of the first and last instants of the years 0 to 9999, the times JSON
+// (RFC 3339) can write.
+const (
+	minJSONSeconds = -62167219200
+	maxJSONSeconds = 253402300799
+)
+
 // Shape walks one msgpack value and refuses truncated data, trailing data, the reserved byte
 // 0xc1, containers claiming more items than there are bytes left (every item takes at least
 // one) or than MaxContainer, more than MaxEntries entries in all, and nesting deeper than
@@ -187,6 +194,16 @@ func walk(b []byte, values bool) error {
 			}
 			if n := skip - 1; b[extType] == 0xff && n != 4 && n != 8 && n != 12 {
 				return bad(pos-1, "a timestamp of a length msgpack does not define")
+			}
+			if b[extType] == 0xff && skip-1 == 12 && extType+13 <= len(b) {
+				// Only the 12-byte form reaches past the year 2514 (or before 1970). A time
+				// outside the years 0 to 9999 has no JSON form: every surface that shows the
+				// value (a history dump, a retention archive, the API's views) would fail on it.
+				nanos := binary.BigEndian.Uint32(b[extType+1:])
+				secs := int64(binary.BigEndian.Uint64(b[extType+5:]))
+				if nanos >= 1e9 || secs < minJSONSeconds || secs > maxJSONSeconds {
+					return bad(pos-1, "a timestamp outside the years 0 to 9999 (or with nanoseconds past a second)")
+				}
 			}
 		}
 		if !ok {

@@ -3,6 +3,7 @@ package wire_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -19,6 +20,8 @@ func FuzzValueRenders(f *testing.F) {
 	}
 	f.Add([]byte{0xa2, 0xff, 0xfe})
 	f.Add([]byte{0xca, 0x7f, 0x80, 0, 0})
+	far, _ := msgpack.Marshal(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	f.Add(far)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if wire.Value(b) != nil {
 			return
@@ -56,4 +59,34 @@ func FuzzFromJSONStoresReadableValues(f *testing.F) {
 			t.Fatalf("FromJSON(%q) stored %x, which does not render: %v", doc, b, err)
 		}
 	})
+}
+
+// A time outside the years 0 to 9999 has no JSON form, so no surface could show it (a history
+// dump, a retention archive, the run's view): Value refuses it as it refuses NaN, and takes the
+// times at both ends of the range.
+func TestValueRefusesTimesJSONCannotWrite(t *testing.T) {
+	for _, tc := range []struct {
+		at time.Time
+		ok bool
+	}{
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC), false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), true},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(2026, 12, 4, 6, 0, 0, 1, time.UTC), true},
+	} {
+		b, err := msgpack.Marshal(tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = wire.Value(b)
+		if (err == nil) != tc.ok {
+			t.Errorf("Value(%s) = %v, want accepted %v", tc.at, err, tc.ok)
+		}
+		if err == nil {
+			if _, err := jobs.ToJSON(b); err != nil {
+				t.Errorf("Value accepted %s, which does not render: %v", tc.at, err)
+			}
+		}
+	}
 }
