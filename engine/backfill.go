@@ -216,9 +216,9 @@ func rowOf(b store.Backfill) frontend.BackfillRow {
 
 // InspectBackfills is the one projection of the ledger every surface reads: `backfill --list`,
 // `jobs ls` (the passes in flight), `jobs show` (a run's row), the metrics and the pending
-// report. A row still running whose run has ended is reported by its run's state; one whose run
-// was cancelled, or no longer exists, is also written failed then (settlePass), since nothing
-// else will ever end it.
+// report. A row still running whose run has ended is reported by its run's state, and written so
+// (settleFromRun): a run that completed or failed, or was cancelled, can never report its end
+// any more. One whose run no longer exists is written failed.
 func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
 	switch f.Status {
 	case "", backfill.StatusRunning, backfill.StatusCompleted, backfill.StatusFailed:
@@ -243,14 +243,12 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 			switch {
 			case err == nil:
 				state = string(run.State)
-				if run.State == store.StateCancelled {
-					r = e.settlePass(ctx, r, e.cancelledError(ctx, run), run.FinishedAt)
-				}
+				r = e.settleFromRun(ctx, r, run)
 			case jobs.HasCode(err, jobs.CodeRunNotFound):
 				// Gone (retention deleted it): "" would read running for good, in flight on
 				// every surface and never pending again.
 				state = backfill.RunDeleted
-				r = e.settlePass(ctx, r, "", r.UpdatedAt)
+				r = e.settlePass(ctx, r, store.BackfillFailed, "", r.UpdatedAt)
 			default:
 				return nil, err
 			}
@@ -268,26 +266,49 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 	return out, nil
 }
 
-// settlePass writes failed on the running row of a pass whose run can never end it: a cancelled
-// run whose pass was not there to report its end (its worker died, or it sat between attempts),
-// or a run retention deleted. Cancelled and deleted are final, so the row is final too, and it
-// stays failed once retention deletes the run. The write is bookkeeping the read found missing:
-// one that fails is logged and the projection reads the same anyway. errText "" is what
-// NewProgress says of a run that is gone. It answers the row as written.
-func (e *Engine) settlePass(ctx context.Context, r store.Backfill, errText string, at time.Time) store.Backfill {
-	if errText == "" {
+// settleFromRun writes the running row r of a pass as its finished run ended, and answers the
+// row as written; a run not finished leaves it as it is. A pass reports its own end, but the
+// report can be lost (its worker died, the ledger was away as the run completed), and the run's
+// state then says it: written down, the row survives the run's deletion by retention, where a
+// completed pass read from a deleted run would turn failed and its name pending again.
+func (e *Engine) settleFromRun(ctx context.Context, r store.Backfill, run store.Run) store.Backfill {
+	if r.Status != store.BackfillRunning {
+		return r
+	}
+	switch run.State {
+	case store.StateCancelled:
+		return e.settlePass(ctx, r, store.BackfillFailed, e.cancelledError(ctx, run), run.FinishedAt)
+	case store.StateCompleted:
+		return e.settlePass(ctx, r, store.BackfillCompleted, "", run.FinishedAt)
+	case store.StateFailed:
+		return e.settlePass(ctx, r, store.BackfillFailed, run.ErrorCode+": "+run.Error, run.FinishedAt)
+	}
+	return r
+}
+
+// settlePass writes status (completed or failed) on the running row of a pass whose run can
+// never end it: a run that finished without its pass reporting the end (settleFromRun), or a
+// run retention deleted. The run's end is final, so the row is final too. The write is
+// bookkeeping the read found missing: one that fails is logged and the projection reads the
+// same anyway. errText "" of a failed row is what NewProgress says of a run that is gone. It
+// answers the row as written.
+func (e *Engine) settlePass(ctx context.Context, r store.Backfill, status, errText string, at time.Time) store.Backfill {
+	if status == store.BackfillFailed && errText == "" {
 		errText = backfill.NewProgress(frontend.BackfillRow{Status: store.BackfillRunning}, backfill.RunDeleted).Error
 	}
 	if at.Before(r.UpdatedAt) {
 		at = r.UpdatedAt
 	}
 	err := e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: store.BackfillProgress{RunID: r.RunID,
-		Rows: r.Rows, Batches: r.Batches, Cursor: r.Cursor, Now: at}, Status: store.BackfillFailed, Error: errText})
+		Rows: r.Rows, Batches: r.Batches, Cursor: r.Cursor, Now: at}, Status: status, Error: errText})
 	if err != nil {
 		e.log.Warn("jobs.backfill.settle-failed", "backfill", r.Name, "run", r.RunID, "err", err)
 		return r
 	}
-	r.Status, r.Error, r.UpdatedAt = store.BackfillFailed, errText, at
+	r.Status, r.Error, r.UpdatedAt = status, errText, at
+	if status == store.BackfillCompleted {
+		r.CompletedAt = at
+	}
 	return r
 }
 
@@ -303,7 +324,7 @@ func (e *Engine) settleCancelledPass(ctx context.Context, run store.Run, reason 
 	}
 	if len(rows) == 1 {
 		// The reason is the cancel's own: no history read for it.
-		e.settlePass(context.WithoutCancel(ctx), rows[0], cancelledText(run.ID, reason), run.FinishedAt)
+		e.settlePass(context.WithoutCancel(ctx), rows[0], store.BackfillFailed, cancelledText(run.ID, reason), run.FinishedAt)
 	}
 }
 

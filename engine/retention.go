@@ -188,6 +188,7 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 			return rep, nil
 		}
 		ids := make([]string, 0, len(runs))
+		kept := make([]store.Run, 0, len(runs))
 		state := make(map[string]store.State, len(runs))
 		for _, r := range runs {
 			if c.Archive != nil {
@@ -205,12 +206,14 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 				rep.Archived++
 			}
 			ids = append(ids, r.ID)
+			kept = append(kept, r)
 			state[r.ID] = r.State
 		}
 		rep.Batches++
 		if len(ids) == 0 {
 			continue // every run of the batch vanished while it was archived: list again
 		}
+		e.settlePassesOf(ctx, kept)
 		res, err := e.store.RetentionDelete(ctx, p, ids)
 		if err != nil {
 			return rep, err
@@ -264,6 +267,30 @@ func (e *Engine) retentionLoop(ctx context.Context) {
 		case rep.Runs > 0:
 			e.log.Info("jobs.retention.swept", "runs", rep.Runs, "events", rep.Events,
 				"archived", rep.Archived, "batches", rep.Batches, "more", rep.More, "took", rep.Duration)
+		}
+	}
+}
+
+// settlePassesOf writes the running ledger rows of runs about to be deleted as their runs ended
+// (settleFromRun): once a run is gone, all a read can say of its pass is that it never recorded
+// its end, and a completed pass would turn failed, its name pending again, a gate that passed
+// closed. The ledger holds few running rows (the passes in flight): one read per batch.
+func (e *Engine) settlePassesOf(ctx context.Context, runs []store.Run) {
+	rows, err := e.store.BackfillList(ctx, store.BackfillFilter{Status: store.BackfillRunning, Limit: maxLedgerScan})
+	if err != nil {
+		e.log.Warn("jobs.backfill.settle-failed", "err", err)
+		return
+	}
+	if len(rows) == 0 {
+		return
+	}
+	byID := make(map[string]store.Run, len(runs))
+	for _, r := range runs {
+		byID[r.ID] = r
+	}
+	for _, row := range rows {
+		if run, ok := byID[row.RunID]; ok {
+			e.settleFromRun(ctx, row, run)
 		}
 	}
 }
