@@ -10,10 +10,12 @@ import (
 
 // lookbackFrom is the earliest publish time a new wait may take at once, for the wait's lookback
 // mode. The store takes events at or after it, so "none" starts just past now: whatever was
-// published up to the registration is out, and a later publish reaches the wait directly.
+// published up to the registration is out, and a later publish reaches the wait directly. Just
+// past is a microsecond, the resolution Postgres keeps: a nanosecond past now was cut back to now
+// there, and an event published in the same microsecond before the wait was taken.
 func (e *Engine) lookbackFrom(mode string, now time.Time) time.Time {
 	if jobs.Lookback(mode) == jobs.LookbackNone {
-		return now.Add(time.Nanosecond)
+		return now.Add(time.Microsecond)
 	}
 	return now.Add(-e.cfg.Lookback)
 }

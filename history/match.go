@@ -106,11 +106,17 @@ func canonical(v any) (string, error) {
 		return strconv.FormatBool(rv.Bool()), nil
 	}
 	// Composite values: their JSON, with map keys sorted by encoding/json. Round-trip through
-	// msgpack first so a struct and the map it decodes to agree.
-	raw, err := msgpack.Marshal(v)
-	if err != nil {
+	// msgpack first so a struct and the map it decodes to agree, encoded as payloads are
+	// (jobs.Encode: fields named by their json tags), or a struct's match value would name its
+	// fields the Go way and never match the payload that carries it.
+	var rawBuf bytes.Buffer
+	menc := msgpack.NewEncoder(&rawBuf)
+	menc.SetCustomStructTag("json")
+	menc.UseCompactInts(true)
+	if err := menc.Encode(v); err != nil {
 		return "", err
 	}
+	raw := rawBuf.Bytes()
 	var g any
 	if err := msgpack.Unmarshal(raw, &g); err != nil {
 		return "", err
@@ -123,9 +129,16 @@ func canonical(v any) (string, error) {
 	return string(bytes.TrimSpace(buf.Bytes())), nil
 }
 
+// canonicalFloat writes a whole number as an integer, so that 1, int64(1) and 1.0 are one key;
+// every whole float64 below 2^64 in magnitude is an integer some int64 or uint64 holds exactly.
 func canonicalFloat(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return strconv.FormatInt(int64(f), 10)
+	if f == math.Trunc(f) {
+		switch {
+		case math.Abs(f) < 1<<63:
+			return strconv.FormatInt(int64(f), 10)
+		case f >= 0 && f < 1<<64:
+			return strconv.FormatUint(uint64(f), 10)
+		}
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }

@@ -720,7 +720,7 @@ func (w *timerRows) queue(s *Store, b *pgx.Batch) {
 	dues, fireAts := make([]time.Time, n), make([]pgtype.Timestamptz, n)
 	fireData := make([][]byte, n)
 	for i, r := range w.rows {
-		runs[i], keys[i], dues[i] = r.runID, r.Key, r.DueAt
+		runs[i], keys[i], dues[i] = r.runID, r.Key, ceilMicro(r.DueAt)
 		if r.Fire != nil {
 			k := string(r.Fire.Kind)
 			fireKinds[i], fireNames[i], fireAts[i], fireData[i] = &k, r.Fire.Name, ts(r.Fire.At), r.Fire.Data
@@ -755,4 +755,14 @@ func (s *Store) notifyFresh(b *pgx.Batch, queues []string) {
 		marked[i] = freshMark + q
 	}
 	s.notifyReady(b, marked)
+}
+
+// ceilMicro rounds t up to the microsecond, the resolution Postgres keeps: a due time cut down
+// instead would be compared with a now that keeps its nanoseconds, and a timer would fire up to a
+// microsecond before the time it was armed for, which the other stores never do.
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
 }
