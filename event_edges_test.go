@@ -109,8 +109,8 @@ type refValue struct {
 }
 
 type refEvent struct {
-	Ref  refValue  `json:"ref"`
-	Note string `json:"note"`
+	Ref  refValue `json:"ref"`
+	Note string   `json:"note"`
 }
 
 // A wait whose match holds a struct receives an event whose payload holds the same struct: the
