@@ -25,7 +25,8 @@ type Info struct {
 	LastRunID string     `json:"lastRunId,omitempty"`
 	// Missed counts the occurrences the catch-up policy dropped.
 	Missed int64 `json:"missed"`
-	// Next are the next five occurrences after now, in the schedule's zone.
+	// Next are the next five fires after now, in the schedule's zone ("@every d": on its grid
+	// from the watermark).
 	Next []time.Time `json:"next"`
 }
 
@@ -58,8 +59,9 @@ func info(d declaration, states map[string]store.ScheduleState, now time.Time) I
 		return in
 	}
 	in.Schedule = d.c.Schedule
-	in.Next = upcoming(d.c, watermarkOf(now), 5)
-	if st, ok := states[d.s.Name]; ok {
+	st, seen := states[d.s.Name]
+	in.Next = nextFires(d.c, st.Watermark, watermarkOf(now), 5)
+	if seen {
 		w := st.Watermark.In(d.c.loc)
 		in.Watermark, in.Paused, in.Missed, in.LastRunID = &w, st.Paused, st.Missed, st.LastRunID
 		if !st.LastFire.IsZero() {

@@ -24,20 +24,12 @@ func (s Schedule) Declaration() jobs.Declaration {
 // FromManifest is the Provider of an engine serving remote workers: the schedules the fleet's
 // live workers declare (engine.DeclaredLive), so a schedule a deploy removed or renamed stops
 // once no live worker declares it; with no worker live at all, the set the fleet last declared,
-// so a fleet restart loses none. One that does not validate (a newer worker's shape) is left out
-// of the round rather than stopping every other schedule.
+// so a fleet restart loses none. Every declaration is handed over as declared, including one that
+// does not validate (a bad zone, a newer worker's shape): the scheduler refuses it as it refuses
+// any other, so it is logged (jobs.scheduler.refused) and shows in Inspect with its error while
+// the other schedules run. Left out here, a worker's refused schedule would silently not exist.
 func FromManifest(eng *engine.Engine) Provider {
 	return func(ctx context.Context) ([]Schedule, error) {
-		all, err := engine.DeclaredLive[Schedule](ctx, eng, jobs.DeclareSchedule)
-		if err != nil {
-			return nil, err
-		}
-		out := all[:0]
-		for _, s := range all {
-			if s.Validate() == nil {
-				out = append(out, s)
-			}
-		}
-		return out, nil
+		return engine.DeclaredLive[Schedule](ctx, eng, jobs.DeclareSchedule)
 	}
 }

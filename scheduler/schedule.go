@@ -200,6 +200,12 @@ func (s Schedule) compile() (*compiled, error) {
 	if strings.Contains(s.Name, "@") {
 		return bad("the name holds '@', which separates the name from the instant in its runs' keys")
 	}
+	// The name is a path segment of the schedule's routes (/v1/schedules/<name>), and "." and
+	// ".." are dot segments there: a client or proxy resolves them away (RFC 3986), so the
+	// routes could never reach the schedule.
+	if s.Name == "." || s.Name == ".." {
+		return bad("the name %q is a dot segment, which a URL path cannot carry", s.Name)
+	}
 	if s.Job == "" {
 		return bad("names no job")
 	}
@@ -251,8 +257,11 @@ func (s Schedule) compile() (*compiled, error) {
 			return bad("spec %q: the period must be whole seconds, at least 1s", s.Spec)
 		}
 	}
+	// A spec is read in the zone by zoned, not by robfig's Next (see zoned). "@every d" is not
+	// wall-clock and stays as parsed: every d from the watermark.
 	if ss, ok := sched.(*cron.SpecSchedule); ok {
 		ss.Location = loc
+		sched = zoned{spec: ss, loc: loc}
 	}
 	if sched.Next(validationBase).IsZero() {
 		return bad("spec %q never fires", s.Spec)

@@ -33,7 +33,7 @@ func walk(sched cron.Schedule, policy Policy, maxCatchUp int, watermark, now tim
 	t := watermark
 	for len(found) < maxCatchUp {
 		n := sched.Next(t)
-		if n.IsZero() || n.After(now) {
+		if !advances(n, t) || n.After(now) {
 			break
 		}
 		found = append(found, n)
@@ -45,7 +45,7 @@ func walk(sched cron.Schedule, policy Policy, maxCatchUp int, watermark, now tim
 	p := plan{to: found[len(found)-1]}
 	var past int64
 	latest := p.to // the latest due occurrence the walk and the count reached
-	for n := sched.Next(t); !n.IsZero() && !n.After(now) && past < countLimit; n = sched.Next(n) {
+	for n := sched.Next(t); advances(n, t) && !n.After(now) && past < countLimit; t, n = n, sched.Next(n) {
 		past++
 		latest = n
 	}
@@ -68,15 +68,37 @@ func walk(sched cron.Schedule, policy Policy, maxCatchUp int, watermark, now tim
 	return p
 }
 
+// advances reports whether n, the Next of t, is an occurrence after t. Zero is "no next
+// occurrence". One at or before t is a Next that does not advance: treated as none, so no loop
+// over the occurrences can spin on it, fire before the watermark, move the watermark back or
+// count one instant as missed over and over.
+func advances(n, t time.Time) bool { return !n.IsZero() && n.After(t) }
+
 // upcoming returns the next n occurrences after t, in the schedule's zone.
 func upcoming(c *compiled, t time.Time, n int) []time.Time {
 	out := make([]time.Time, 0, n)
 	for len(out) < n {
-		t = c.sched.Next(t)
-		if t.IsZero() {
+		next := c.sched.Next(t)
+		if !advances(next, t) {
 			break
 		}
+		t = next
 		out = append(out, t.In(c.loc))
 	}
 	return out
+}
+
+// nextFires returns the schedule's next n fires after now, given its watermark (zero when no
+// leader has seen it yet). A cron spec's occurrences do not depend on where the walk starts.
+// "@every d" fires every d from the watermark, so its fires after now are on that grid; a
+// schedule not yet seen gets its watermark at now, and one ahead of the clock is pulled back to
+// now, so their grid starts at now.
+func nextFires(c *compiled, watermark, now time.Time, n int) []time.Time {
+	from := now
+	if every, ok := c.sched.(cron.ConstantDelaySchedule); ok && every.Delay > 0 && !watermark.IsZero() && !watermark.After(now) {
+		// The last point of the grid at or before now, computed rather than walked: a paused
+		// "@every 1s" may be a year behind.
+		from = watermark.Add(now.Sub(watermark) / every.Delay * every.Delay)
+	}
+	return upcoming(c, from, n)
 }

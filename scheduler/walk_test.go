@@ -49,3 +49,33 @@ func TestWalk(t *testing.T) {
 		}
 	}
 }
+
+// stuck is a schedule whose Next never advances past at: it returns at itself, or an instant
+// before its argument.
+type stuck struct{ at time.Time }
+
+func (s stuck) Next(t time.Time) time.Time {
+	if t.Before(s.at) {
+		return s.at
+	}
+	return s.at.Add(-time.Minute)
+}
+
+// A Next that does not advance is no next occurrence: the walk fires what came before it, never
+// an instant at or before the watermark, never moves the watermark back, and counts nothing
+// past it as missed (it used to count one instant up to countLimit times, in a loop of as many
+// Next calls).
+func TestWalkStopsOnANonAdvancingNext(t *testing.T) {
+	t.Parallel()
+	w := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := w.Add(time.Hour)
+	for _, policy := range []Policy{Skip, RunOnce, RunAll} {
+		p := walk(stuck{at}, policy, 10, w, w.Add(3*time.Hour))
+		if !slices.EqualFunc(p.fire, []time.Time{at}, time.Time.Equal) || !p.to.Equal(at) || p.missed != 0 {
+			t.Errorf("%s from before: fire %v to %v missed %d; want [%v], %v, 0", policy, p.fire, p.to, p.missed, at, at)
+		}
+		if p := walk(stuck{at}, policy, 10, at, w.Add(3*time.Hour)); !p.to.IsZero() || len(p.fire) != 0 || p.missed != 0 {
+			t.Errorf("%s from the stuck instant: %+v, want nothing", policy, p)
+		}
+	}
+}
