@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -78,7 +79,43 @@ func (c Credential) validate() error {
 	if c.Token == "" {
 		return jobs.Errorf(jobs.CodeBadRequest, "%s has an empty token", c.Role.Credential())
 	}
+	if p := tokenProblem(c.Token); p != "" {
+		return jobs.Errorf(jobs.CodeBadRequest, "%s has a token that %s", c.Role.Credential(), p)
+	}
 	return jobs.ValidIdentifier("tenant", c.Tenant)
+}
+
+// CheckToken refuses a bearer token that is not printable ASCII without spaces (RFC 6750's tokens
+// are a subset of it). The usual case is the newline a secret file ends with, read whole into
+// $JOBS_TOKEN: a client cannot send it (the header would break), and a server given it would
+// match no request, as an Authorization header's value arrives trimmed. Empty, meaning no token,
+// passes. NewClient and NewServer apply it; the message never shows the token.
+func CheckToken(token string) error {
+	if p := tokenProblem(token); p != "" {
+		return jobs.Errorf(jobs.CodeBadRequest, "the token %s", p)
+	}
+	return nil
+}
+
+// tokenProblem says what is wrong with a token for CheckToken, or "".
+func tokenProblem(token string) string {
+	for i := 0; i < len(token); i++ {
+		b := token[i]
+		if b > ' ' && b < 0x7f {
+			continue
+		}
+		what, hint := "a control character", ""
+		switch {
+		case b == ' ':
+			what = "a space"
+		case b > 0x7f:
+			what = "a byte outside printable ASCII"
+		case b == '\n' || b == '\r':
+			hint = " (a secret file's trailing newline?)"
+		}
+		return fmt.Sprintf("holds %s (0x%02x, byte %d of %d): a bearer token is printable ASCII without spaces%s", what, b, i+1, len(token), hint)
+	}
+	return ""
 }
 
 // capability is what a request needs.
@@ -132,6 +169,14 @@ func credentialOf(r *http.Request) Credential {
 		return c
 	}
 	return Credential{Role: RoleAdmin}
+}
+
+// CheckCredentials checks cfg's Token and Credentials as NewServer does: each credential valid
+// (its role, tenant and token) and no token given two roles. A command line checks them before
+// it opens anything, so that a mistake in them is a usage error with nothing created.
+func (cfg Config) CheckCredentials() error {
+	_, err := credentials(cfg)
+	return err
 }
 
 // credentials indexes the configured credentials by the digest of their token: a lookup by

@@ -84,11 +84,16 @@ func WithTimeout(d time.Duration) ClientOption {
 }
 
 // NewClient returns a client of the engine at baseURL ("http://127.0.0.1:7233"), sending token
-// as a bearer token when it is not empty.
+// as a bearer token when it is not empty. A token CheckToken refuses is refused with its error.
 func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine address %q: want http://host:port or https://host:port", baseURL)
+	}
+	// Refused here rather than at the first call: such a token cannot be sent, and every call
+	// would fail as if the engine had not answered.
+	if err := CheckToken(token); err != nil {
+		return nil, err
 	}
 	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, timeout: 30 * time.Second}
 	for _, o := range opts {

@@ -214,7 +214,9 @@ func (h *Host) listen(ctx context.Context) error {
 	var lcfg net.ListenConfig
 	ln, err := lcfg.Listen(ctx, "tcp", h.opts.MetricsAddr)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeBadRequest, err, "metrics: listen on %s (is the address in use, or not this machine's?)", h.opts.MetricsAddr)
+		// The engine's code for a failed listen: the address is taken or not this machine's,
+		// which is no malformed request.
+		return jobs.Wrap(jobs.CodeListenFailed, err, "metrics: listen on %s (is the address in use, or not this machine's?)", h.opts.MetricsAddr)
 	}
 	h.addr = ln.Addr().String()
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

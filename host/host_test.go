@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -143,15 +144,36 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	t.Parallel()
 	reg, _ := jobs.NewRegistry(sendInvoice)
 	for name, o := range map[string]host.Options{
-		"no registry":     {Engine: "http://127.0.0.1:1"},
-		"no engine":       {Registry: reg},
-		"both engines":    {Registry: reg, Engine: "http://127.0.0.1:1", Frontend: memoryEngine(t)},
-		"bad engine URL":  {Registry: reg, Engine: "ftp://x"},
-		"metrics address": {Registry: reg, Engine: "http://127.0.0.1:1", MetricsAddr: "256.0.0.1:bad"},
+		"no registry":    {Engine: "http://127.0.0.1:1"},
+		"no engine":      {Registry: reg},
+		"both engines":   {Registry: reg, Engine: "http://127.0.0.1:1", Frontend: memoryEngine(t)},
+		"bad engine URL": {Registry: reg, Engine: "ftp://x"},
+		"bad token":      {Registry: reg, Engine: "http://127.0.0.1:1", Token: "t\n"},
 	} {
 		_, err := host.Start(context.Background(), o)
 		if jobs.CodeOf(err) != jobs.CodeBadRequest {
 			t.Errorf("%s: %v, want X_BAD_REQUEST", name, err)
+		}
+	}
+}
+
+// A metrics address Start cannot listen on (taken, or not one) fails it with X_LISTEN_FAILED, the
+// code the engine gives its own failed listen.
+func TestStartReportsAFailedMetricsListen(t *testing.T) {
+	t.Parallel()
+	reg, _ := jobs.NewRegistry(sendInvoice)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, addr := range []string{taken.Addr().String(), "256.0.0.1:bad"} {
+		h, err := host.Start(context.Background(), host.Options{Registry: reg, Engine: "http://127.0.0.1:1", MetricsAddr: addr})
+		if err == nil {
+			_ = h.Stop(context.Background())
+		}
+		if jobs.CodeOf(err) != jobs.CodeListenFailed {
+			t.Errorf("MetricsAddr %s: %v, want X_LISTEN_FAILED", addr, err)
 		}
 	}
 }

@@ -113,6 +113,26 @@ func TestGroupsRequireASubcommand(t *testing.T) {
 	expect(t, runCmd(ctx, "jobs", "--help"), 0, "")
 }
 
+// `engine help` of a topic it does not know is a usage error (exit 2), as the unknown command
+// is: it printed the root's help and exited 0. Help of a known command, and --help, exit 0.
+func TestHelpOfAnUnknownTopicIsAUsageError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	expect(t, runCmd(ctx, "help", "no-such-command"), 2, `X_BAD_REQUEST: unknown help topic "no-such-command"; "engine" has: `)
+	expect(t, runCmd(ctx, "help", "jobs", "bogus"), 2, `X_BAD_REQUEST: unknown help topic "jobs bogus"; "engine jobs" has: cancel, enqueue, ls, retry, show`)
+	expect(t, runCmd(ctx, "help", "jobs", "ls", "extra"), 2, `X_BAD_REQUEST: unknown help topic "jobs ls extra"`)
+	for _, args := range [][]string{{"help"}, {"help", "jobs"}, {"help", "jobs", "ls"}, {"--help"}, {"jobs", "ls", "--help"}} {
+		r := runCmd(ctx, args...)
+		expect(t, r, 0, "")
+		if !strings.Contains(r.stdout, "Usage:") {
+			t.Errorf("%q printed no help:\n%s", args, r.stdout)
+		}
+	}
+	if r := runCmd(ctx, "help", "jobs", "ls"); !strings.Contains(r.stdout, "engine jobs ls") {
+		t.Errorf("help jobs ls is not the help of jobs ls:\n%s", r.stdout)
+	}
+}
+
 // A second migrate says the database is already up to date, on SQLite and (with
 // TEST_DATABASE_URL) Postgres.
 func TestSecondMigrateIsUpToDate(t *testing.T) {

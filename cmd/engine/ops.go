@@ -57,15 +57,7 @@ func (o *clientOptions) client() (*api.Client, error) {
 		// The client would quietly take its default for it.
 		return nil, cli.Usage("--timeout %s: want a positive duration such as 30s", o.timeout)
 	}
-	server := o.server
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
-	}
-	c, err := api.NewClient(server, o.token, api.WithTimeout(o.timeout))
-	if err != nil {
-		return nil, cli.Usage("--server %q: want http://host:port", o.server)
-	}
-	return c, nil
+	return cli.NewClient(o.server, o.token, api.WithTimeout(o.timeout))
 }
 
 // listOptions are a listing's filters.
@@ -366,8 +358,8 @@ func jobsEnqueueCmd(co *clientOptions) *cobra.Command {
 			}
 			// The engine's own bounds (EnqueueRequest.Validate), checked before the call so that
 			// a wrong flag is a usage error like the others.
-			if delay < 0 {
-				return cli.Usage("--delay %s: want 0 (now) or a positive duration", delay)
+			if delay < 0 || delay > jobs.WakeHorizon {
+				return cli.Usage("--delay %s: want 0 (now) or a positive duration up to %s (100 years)", delay, jobs.WakeHorizon)
 			}
 			if priority < jobs.MinPriority || priority > jobs.MaxPriority {
 				return cli.Usage("--priority %d: want %d to %d", priority, jobs.MinPriority, jobs.MaxPriority)

@@ -104,7 +104,8 @@ func (o *retentionFlags) flags(cmd *cobra.Command) {
 		"write each run as <DIR>/<run id>.jsonl (the history dump format), fsynced, before deleting it [$JOBS_RETENTION_ARCHIVE]")
 }
 
-// config turns the flags into the engine's RetentionConfig.
+// config turns the flags into the engine's RetentionConfig, but for its Archive: openArchive
+// creates the archive's directory, which serve does only once every other flag was accepted.
 func (o *retentionFlags) config() (engine.RetentionConfig, error) {
 	var c engine.RetentionConfig
 	var err error
@@ -114,12 +115,19 @@ func (o *retentionFlags) config() (engine.RetentionConfig, error) {
 	if c.Failed, err = retentionPeriod("--retention-failed", o.failed); err != nil {
 		return c, err
 	}
-	if o.archive != "" {
-		if c.Archive, err = engine.DirArchive(o.archive); err != nil {
-			return c, cli.Usage("--retention-archive %q: %v", o.archive, err)
-		}
-	}
 	return c, nil
+}
+
+// openArchive returns --retention-archive's archive, creating its directory; nil without one.
+func (o *retentionFlags) openArchive() (engine.Archive, error) {
+	if o.archive == "" {
+		return nil, nil
+	}
+	a, err := engine.DirArchive(o.archive)
+	if err != nil {
+		return nil, cli.Usage("--retention-archive %q: %v", o.archive, err)
+	}
+	return a, nil
 }
 
 // retentionPeriod parses a period: a Go duration, a whole number of days ("7d"), or "off"

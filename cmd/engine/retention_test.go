@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +113,33 @@ func TestRetentionPeriodFlag(t *testing.T) {
 	for _, in := range []string{"", "0", "5m", "-7d", "0d", "7days", "x", "1e9d"} {
 		if _, err := retentionPeriod("--retention", in); err == nil {
 			t.Errorf("%q: accepted", in)
+		}
+	}
+}
+
+// serve refuses a bad flag with nothing created, --retention-archive's directory included: it is
+// made only once every flag was accepted, as the engine starts.
+func TestRefusedServeCreatesNoArchiveDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "archive", "runs")
+	base := []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--database-url", "",
+		"--no-scheduler", "--retention-archive", arch}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-level", "loud"}, "X_BAD_REQUEST: --log-level"},
+		{[]string{"--database-write-implied-events"}, "X_BAD_REQUEST: --database-write-implied-events"},
+		{[]string{"--token", "same", "--viewer-token", "same"}, "X_BAD_REQUEST: "},
+		{[]string{"--addr", "0.0.0.0:0"}, "X_BAD_REQUEST: --addr"},
+	} {
+		// Bounded: an engine that started anyway would serve until its context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		expect(t, runCmd(ctx, append(base, tc.args...)...), 2, tc.want)
+		cancel()
+		if _, err := os.Stat(filepath.Join(dir, "archive")); !os.IsNotExist(err) {
+			t.Fatalf("%q: serve was refused but created --retention-archive: %v", tc.args, err)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -168,4 +170,28 @@ func waitMetric(t *testing.T, url, line string) bool {
 		}
 	}
 	return false
+}
+
+// $JOBS_NO_SCHEDULER is read as a boolean, as $JOBS_DB_WRITE_IMPLIED_EVENTS is: false or 0 runs
+// the scheduler (it was read as "set at all", which turned it off), and a value that is not a
+// boolean is refused rather than read as either.
+func TestNoSchedulerEnvIsABoolean(t *testing.T) {
+	for v, want := range map[string]string{"false": "false", "0": "false", "true": "true", "1": "true", "": "false"} {
+		t.Setenv("JOBS_NO_SCHEDULER", v)
+		root := newRootCmd()
+		serveCmd, _, err := root.Find([]string{"serve"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*cobra.Command{root, serveCmd} {
+			if got := c.Flags().Lookup("no-scheduler").Value.String(); got != want {
+				t.Errorf("JOBS_NO_SCHEDULER=%q: %s --no-scheduler is %s, want %s", v, c.Name(), got, want)
+			}
+		}
+	}
+	t.Setenv("JOBS_NO_SCHEDULER", "please")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	expect(t, runCmd(ctx, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--database-url", ""), 2,
+		`X_BAD_REQUEST: $JOBS_NO_SCHEDULER "please": want true or false`)
 }

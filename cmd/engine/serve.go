@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,10 +44,12 @@ func (o *dbOptions) flags(cmd *cobra.Command) {
 		"Postgres: write every run's first and last events as history rows too, while engines of an older version (which cannot rebuild them from the run's row) share the database in a rolling upgrade [$JOBS_DB_WRITE_IMPLIED_EVENTS]")
 }
 
-// envWriteImplied sets --database-write-implied-events, envSchema --database-schema.
+// envWriteImplied sets --database-write-implied-events, envSchema --database-schema,
+// envNoScheduler --no-scheduler.
 const (
 	envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
 	envSchema       = "JOBS_DB_SCHEMA"
+	envNoScheduler  = "JOBS_NO_SCHEDULER"
 )
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
@@ -97,10 +98,8 @@ func (o *dbOptions) check(cmd *cobra.Command) error {
 	if v := os.Getenv(envSchema); o.url == "" && v != "" {
 		return cli.Usage("$%s %q needs --database-url (or $DATABASE_URL): without one the engine runs on SQLite, which has no schemas", envSchema, v)
 	}
-	if v := os.Getenv(envWriteImplied); v != "" {
-		if _, err := strconv.ParseBool(v); err != nil {
-			return cli.Usage("$%s %q: want true or false", envWriteImplied, v)
-		}
+	if err := cli.CheckEnvBools(envWriteImplied); err != nil {
+		return err
 	}
 	if o.url == "" && o.writeImplied {
 		return cli.Usage("--database-write-implied-events needs --database-url (or $DATABASE_URL): SQLite writes every event already")
@@ -198,8 +197,8 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 		"serve beyond loopback without any token (refused otherwise)")
 	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.Env("JOBS_ALLOW_UNDECLARED", "") == "1",
 		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
-	f.BoolVar(&o.noScheduler, "no-scheduler", cli.Env("JOBS_NO_SCHEDULER", "") != "",
-		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER]")
+	f.BoolVar(&o.noScheduler, "no-scheduler", cli.EnvBool(envNoScheduler, false),
+		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER=true]")
 	f.BoolVar(&o.logRuns, "log-runs", cli.Env("JOBS_LOG_RUNS", "1") != "0",
 		"log one info line per finished run (jobs.run.finished: job, state, attempt, duration); --log-runs=false for none [$JOBS_LOG_RUNS=0]")
 	o.retention.flags(cmd)
@@ -213,6 +212,11 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		return cli.Usage("--max-body must be positive, got %d", o.maxBody)
 	}
 	if err := cli.CheckEnvDurations("JOBS_DRAIN_TIMEOUT", "JOBS_LEASE", "JOBS_SESSION_GRACE"); err != nil {
+		return err
+	}
+	// A boolean read from the environment as a boolean: JOBS_NO_SCHEDULER=false runs the
+	// scheduler, and a value that is not a boolean is refused rather than read as either.
+	if err := cli.CheckEnvBools(envNoScheduler); err != nil {
 		return err
 	}
 	if o.drainTimeout <= 0 {
@@ -237,9 +241,12 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		return err
 	}
 	var creds []api.Credential
-	for role, tok := range map[api.Role]string{api.RoleWorker: o.workerToken, api.RoleOperator: o.operatorToken, api.RoleViewer: o.viewerToken} {
-		if tok != "" {
-			creds = append(creds, api.Credential{Token: tok, Role: role})
+	for _, rt := range []struct {
+		role  api.Role
+		token string
+	}{{api.RoleWorker, o.workerToken}, {api.RoleOperator, o.operatorToken}, {api.RoleViewer, o.viewerToken}} {
+		if rt.token != "" {
+			creds = append(creds, api.Credential{Token: rt.token, Role: rt.role})
 		}
 	}
 	for _, s := range o.credentials {
@@ -249,8 +256,20 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		}
 		creds = append(creds, c)
 	}
+	apiCfg := api.Config{Addr: o.addr, Token: o.token, Credentials: creds, AllowUnauthenticated: o.allowUnauthenticated,
+		MaxBody: o.maxBody}
+	// The server's own rule (one token in two roles, a token no client can send), applied now:
+	// found as the app starts, it would come after the database was created and migrated.
+	if err := apiCfg.CheckCredentials(); err != nil {
+		return cli.Usage("--token, --worker-token, --operator-token, --viewer-token, --credential: %s",
+			strings.TrimPrefix(err.Error(), string(jobs.CodeBadRequest)+": "))
+	}
 	if o.token == "" && len(creds) == 0 && !api.LoopbackAddr(o.addr) && !o.allowUnauthenticated {
 		return cli.Usage("--addr %s is reachable beyond this machine and no token is set: set --token (or role tokens), or pass --allow-unauthenticated", o.addr)
+	}
+	// Last, once every flag was accepted: a refused serve creates nothing.
+	if retention.Archive, err = o.retention.openArchive(); err != nil {
+		return err
 	}
 	log.Info("jobs.engine.starting", "store", o.db.describe(), "addr", o.addr, "lease", o.lease, "scheduler", !o.noScheduler)
 	app := fx.New(
@@ -269,8 +288,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		fx.Supply(engine.Config{Lease: o.lease, SessionGrace: o.sessionGrace, AllowUndeclared: o.allowUndeclared, LogRuns: o.logRuns,
 			Retention: retention}),
 		engine.Module,
-		fx.Supply(api.Config{Addr: o.addr, Token: o.token, Credentials: creds, AllowUnauthenticated: o.allowUnauthenticated,
-			MaxBody: o.maxBody}),
+		fx.Supply(apiCfg),
 		api.Module,
 	)
 	return cli.Serve(cmd.Context(), app, log, time.Minute, o.drainTimeout)

@@ -40,6 +40,7 @@ func TestUsageErrorsAreCaughtByTheCommandLine(t *testing.T) {
 		{[]string{"jobs", "ls", "--timeout", "-5s"}, "X_BAD_REQUEST: --timeout -5s: want a positive duration"},
 		{[]string{"jobs", "ls", "--timeout", "0s"}, "X_BAD_REQUEST: --timeout 0s: want a positive duration"},
 		{[]string{"jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--delay", "-5s"}, "X_BAD_REQUEST: --delay -5s"},
+		{[]string{"jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--delay", "876001h"}, "X_BAD_REQUEST: --delay 876001h0m0s: want 0 (now) or a positive duration up to 876000h0m0s"},
 		{[]string{"jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--priority", "101"}, "X_BAD_REQUEST: --priority 101: want -100 to 100"},
 		{[]string{"jobs", "enqueue", "j", "--input", "null", "--key", "k", "--no-tenant", "--priority", "-101"}, "X_BAD_REQUEST: --priority -101: want -100 to 100"},
 	} {
@@ -56,6 +57,8 @@ func TestUsageErrorsAreCaughtByTheCommandLine(t *testing.T) {
 	for _, p := range []string{"-100", "100"} {
 		expect(t, o.run(t, "jobs", "enqueue", "j", "--input", "null", "--key", "k"+p, "--no-tenant", "--priority", p, "--delay", "0s"), 0, "")
 	}
+	// The delay's bound is the engine's own, jobs.WakeHorizon: a delay of exactly it is taken.
+	expect(t, o.run(t, "jobs", "enqueue", "j", "--input", "null", "--key", "horizon", "--no-tenant", "--delay", jobs.WakeHorizon.String()), 0, "")
 }
 
 // serve refuses a drain timeout that is not positive (every shutdown would fail its drain), and

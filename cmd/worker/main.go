@@ -91,6 +91,9 @@ func newRootCmd() *cobra.Command {
 	return cmd
 }
 
+// envDurations are the environment variables the duration flags default from.
+var envDurations = []string{"JOBS_HEARTBEAT", "JOBS_ONBOARDING_SLEEP", "JOBS_PLAN_TIMEOUT", "JOBS_PAYMENT_TIMEOUT", "JOBS_DRAIN_TIMEOUT"}
+
 // parseQueues reads "a,b=5" into a concurrency per queue; empty means every queue of reg.
 func parseQueues(spec string, concurrency int, reg *jobs.Registry) (map[string]int, error) {
 	out := map[string]int{}
@@ -127,6 +130,11 @@ func parseQueues(spec string, concurrency int, reg *jobs.Registry) (map[string]i
 
 // serve runs the worker until SIGTERM: host.Run with the examples' registry.
 func serve(cmd *cobra.Command, o *options) error {
+	// cli.EnvDuration left a flag at its default for a value that is not a duration: refused
+	// here, as the engine's serve does, rather than run with a default nobody asked for.
+	if err := cli.CheckEnvDurations(envDurations...); err != nil {
+		return err
+	}
 	switch {
 	case o.concurrency < 1:
 		return cli.Usage("--concurrency must be at least 1, got %d", o.concurrency)
@@ -145,13 +153,13 @@ func serve(cmd *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
-	server := o.server
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
+	// --server and --token are checked here, as usage errors, rather than by host.Run's client.
+	c, err := cli.NewClient(o.server, o.token)
+	if err != nil {
+		return err
 	}
-	if _, err := api.NewClient(server, o.token); err != nil {
-		return cli.Usage("--server %q: want http://host:port", o.server)
-	}
+	c.Close()
+	server := cli.EngineURL(o.server)
 	reg := examples.NewRegistry(examples.Options{OnboardingSleep: o.onboardingSleep, PlanTimeout: o.planTimeout,
 		PaymentTimeout: o.paymentTimeout})
 	queues, err := parseQueues(o.queues, o.concurrency, reg)

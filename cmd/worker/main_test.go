@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -50,12 +51,53 @@ func TestUsage(t *testing.T) {
 		{"--onboarding-sleep", "-1s"},
 		{"--heartbeat", "-1s"},
 		{"--log-level", "loud"},
+		{"--token", "t\n"},
 		{"extra-arg"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), args, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "X_BAD_REQUEST: ") {
+		// Bounded: a worker that got past its flags would serve until its context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if code := run(ctx, args, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "X_BAD_REQUEST: ") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and X_BAD_REQUEST", args, code, errb.String())
 		}
+		cancel()
+	}
+}
+
+// A duration variable the worker cannot read is refused, as the engine's serve refuses its own,
+// rather than run with the flag's default: each is named in the refusal.
+func TestMalformedDurationEnvIsAUsageError(t *testing.T) {
+	for _, name := range envDurations {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "banana")
+			// Nothing listens on port 1: a worker that got past its flags would retry until the
+			// context ends, then exit 0 after its drain.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			code := run(ctx, []string{"--server", "127.0.0.1:1"}, &out, &errb)
+			if want := `X_BAD_REQUEST: $` + name + ` "banana"`; code != 2 || !strings.HasPrefix(errb.String(), want) {
+				t.Fatalf("%s=banana: exit %d, stderr %q; want 2 and %q", name, code, errb.String(), want)
+			}
+		})
+	}
+}
+
+// A --metrics-addr the worker cannot listen on fails it (exit 1) with the code the engine gives a
+// failed listen, X_LISTEN_FAILED, not as a bad request.
+func TestBusyMetricsAddrIsListenFailed(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"--server", "127.0.0.1:1", "--metrics-addr", ln.Addr().String()}, &out, &errb)
+	if code != 1 || !strings.HasPrefix(errb.String(), "X_LISTEN_FAILED: ") {
+		t.Fatalf("busy --metrics-addr: exit %d, stderr %q; want 1 and X_LISTEN_FAILED", code, errb.String())
 	}
 }
 

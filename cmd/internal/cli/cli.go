@@ -19,6 +19,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/api"
 )
 
 // Exit codes.
@@ -56,6 +57,7 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	// Cobra reports bad flags, bad argument counts, missing required flags and unknown commands
 	// before a command's RunE: everything it returns before one starts is a usage error.
 	started := false
+	setHelpCommand(root)
 	requireSubcommand(root)
 	markStart(root, &started)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -79,12 +81,7 @@ func requireSubcommand(c *cobra.Command) {
 	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
-			var names []string
-			for _, sub := range cmd.Commands() {
-				if sub.IsAvailableCommand() {
-					names = append(names, sub.Name())
-				}
-			}
+			names := subcommands(cmd)
 			if len(args) > 0 {
 				return Usage("unknown command %q for %q; want one of: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))
 			}
@@ -94,6 +91,45 @@ func requireSubcommand(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		requireSubcommand(sub)
 	}
+}
+
+// subcommands names the commands of c a user may run.
+func subcommands(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
+}
+
+// setHelpCommand replaces cobra's help command, which prints the root's help and exits 0 for a
+// topic it does not know ("engine help bogus"): a script reads that as success, where the same
+// unknown name as a command is a usage error. Only a command tree with subcommands has one.
+func setHelpCommand(root *cobra.Command) {
+	if !root.HasSubCommands() {
+		return
+	}
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Prints the help of the command named, or of " + root.Name() + " without one.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err == nil && cmd != nil && len(rest) == 0 {
+				return cmd.Help()
+			}
+			if cmd == nil {
+				cmd = c.Root()
+			}
+			topic := strings.Join(args, " ")
+			if names := subcommands(cmd); len(names) > 0 {
+				return Usage("unknown help topic %q; %q has: %s", topic, cmd.CommandPath(), strings.Join(names, ", "))
+			}
+			return Usage("unknown help topic %q; %q has no subcommands", topic, cmd.CommandPath())
+		},
+	})
 }
 
 func markStart(c *cobra.Command, started *bool) {
@@ -176,6 +212,50 @@ func CheckEnvDurations(names ...string) error {
 		if v := os.Getenv(name); v != "" {
 			if _, err := time.ParseDuration(v); err != nil {
 				return Usage("$%s %q: want a duration such as 30s", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+// EngineURL is the engine's address as --server gives it, a bare host:port meaning http.
+func EngineURL(server string) string {
+	if !strings.Contains(server, "://") {
+		return "http://" + server
+	}
+	return server
+}
+
+// NewClient opens a client of the engine at --server with --token. What api.NewClient refuses is
+// a usage error naming the flag at fault: a token it cannot send (a secret file's trailing
+// newline in $JOBS_TOKEN) would otherwise fail every call as an engine that did not answer.
+func NewClient(server, token string, opts ...api.ClientOption) (*api.Client, error) {
+	c, err := api.NewClient(EngineURL(server), token, opts...)
+	if err == nil {
+		return c, nil
+	}
+	if err := api.CheckToken(token); err != nil {
+		return nil, Usage("--token / $JOBS_TOKEN: %s", message(err))
+	}
+	return nil, Usage("--server %q: want http://host:port", server)
+}
+
+// message is an error's text without its code, for a usage error that says it in its own words.
+func message(err error) string {
+	var e *jobs.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// CheckEnvBools refuses, as a usage error, a variable EnvBool read that is set but is not a
+// boolean: EnvBool left the flag at its default, which the user did not ask for.
+func CheckEnvBools(names ...string) error {
+	for _, name := range names {
+		if v := os.Getenv(name); v != "" {
+			if _, err := strconv.ParseBool(v); err != nil {
+				return Usage("$%s %q: want true or false", name, v)
 			}
 		}
 	}
