@@ -117,15 +117,13 @@ func ToJSON(data []byte) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if what, ok := codec.Describe(data); ok {
-		// The engine never holds the codec: it shows what the value is instead.
-		return json.Marshal(what)
-	}
-	var v any
-	if err := msgpack.Unmarshal(data, &v); err != nil {
+	// An envelope shows as what it is: the engine never holds the codec. history renders it, so
+	// the admin API and the dumps show a value alike.
+	v, err := history.ValueView(data, nil)
+	if err != nil {
 		return nil, Wrap(CodeEncoding, err, "stored value is not msgpack")
 	}
-	out, err := json.Marshal(history.JSONable(v))
+	out, err := json.Marshal(v)
 	if err != nil {
 		return nil, Wrap(CodeEncoding, err, "render JSON")
 	}

@@ -170,21 +170,35 @@ func encodeWith(c Codec, plain []byte) ([]byte, error) {
 // its codec decodes, opened again while it is an envelope (a stacked codec). An envelope no
 // codec of the Set handles is ErrUnknownCodec.
 func (s *Set) Open(b []byte) ([]byte, error) {
+	out, err := s.Peel(b)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Peel is Open for a reader that passes on what it could not open rather than failing: it
+// opens b's envelopes as far as the Set can and returns the plain payload, or, with the error
+// that stopped it, the innermost envelope it could not open. Whoever then meets that envelope
+// (jobs.Decode, Describe) names the codec actually missing: a Stack(Gzip(), aes) payload read
+// by a Set holding only the key stops at the deflate envelope, not at the key's, which opened.
+// What it returns is always b or an envelope, never the plain payload of a layer that failed.
+func (s *Set) Peel(b []byte) ([]byte, error) {
 	for depth := 0; ; depth++ {
 		e, ok := Unseal(b)
 		if !ok {
 			return b, nil
 		}
 		if depth == 8 {
-			return nil, fmt.Errorf("codec: envelopes nested more than 8 deep")
+			return b, fmt.Errorf("codec: envelopes nested more than 8 deep")
 		}
 		c := s.find(e.ID)
 		if c == nil {
-			return nil, fmt.Errorf("%w: %s", ErrUnknownCodec, e.ID)
+			return b, fmt.Errorf("%w: %s", ErrUnknownCodec, e.ID)
 		}
 		plain, err := c.Decode(e.ID, e.Data)
 		if err != nil {
-			return nil, fmt.Errorf("codec %s: decode: %w", e.ID, err)
+			return b, fmt.Errorf("codec %s: decode: %w", e.ID, err)
 		}
 		b = plain
 	}

@@ -100,6 +100,20 @@ func TestSetEncodesAndOpens(t *testing.T) {
 	if _, err := codec.NewSet(codec.Gzip()).Open(b); !errors.Is(err, codec.ErrUnknownCodec) {
 		t.Errorf("open without the key: %v", err)
 	}
+	// Peel opens what it can and hands back the innermost envelope it cannot, here a Stack's
+	// compression under the key the Set holds; Open gives nothing back.
+	a := aes(t, "k1", "k1")
+	stacked, _ := codec.NewSet(codec.Stack(codec.Gzip(), a)).Encode(plain)
+	rest, err := codec.NewSet(a).Peel(stacked)
+	if what, _ := codec.Describe(rest); !errors.Is(err, codec.ErrUnknownCodec) || !strings.HasPrefix(what, "encoded by codec deflate, ") {
+		t.Errorf("peel without deflate: %q, %v", what, err)
+	}
+	if got, err := codec.NewSet(a).Open(stacked); got != nil || !errors.Is(err, codec.ErrUnknownCodec) {
+		t.Errorf("open without deflate: %d bytes, %v", len(got), err)
+	}
+	if got, err := codec.NewSet(codec.Stack(codec.Gzip(), a)).Peel(stacked); err != nil || !bytes.Equal(got, plain) {
+		t.Errorf("peel with the stack: %v", err)
+	}
 }
 
 // Rotation: payloads written under k1 still open once k2 is current, as long as k1 is kept;

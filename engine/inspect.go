@@ -176,7 +176,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 			v.Steps = append(v.Steps, StepView{Seq: ev.Seq, Kind: "wait", Name: x.WaitName, Status: "waiting", At: at, Event: x.Event})
 		case history.EventReceived:
 			if s := find("wait", x.WaitName); s != nil {
-				s.Status, s.Ended, s.Output = "received", &at, renderJSON(x.Payload)
+				s.Status, s.Ended, s.Output = "received", &at, renderView(history.ReceivedView(x.EventID, x.Payload, nil))
 			}
 		case history.EventWaitTimedOut:
 			if s := find("wait", x.WaitName); s != nil {
@@ -264,6 +264,19 @@ func (e *Engine) InspectDeadLetters(ctx context.Context, p store.ListParams) ([]
 // than failing the whole view.
 func renderJSON(b []byte) json.RawMessage {
 	out, err := jobs.ToJSON(b)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return out
+}
+
+// renderView is renderJSON of a value history already rendered: a received payload, which may
+// be a child's outcome carrying its sealed result (history.ReceivedView).
+func renderView(v any, err error) json.RawMessage {
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	out, err := json.Marshal(v)
 	if err != nil {
 		return json.RawMessage("null")
 	}

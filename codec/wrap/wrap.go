@@ -10,6 +10,7 @@
 package wrap
 
 import (
+	"bytes"
 	"context"
 	"slices"
 
@@ -114,14 +115,12 @@ func (f *codecFrontend) encode(cmds []frontend.Command) ([]frontend.Command, err
 	return out, nil
 }
 
-// open returns b's plain payload, or b as it is when the set cannot open it: the job's decode
-// then fails with X_ENCODING naming the codec it lacks, and the attempt reports it.
+// open returns b's plain payload, or the innermost envelope the set cannot open (codec.Set.Peel):
+// the job's decode then fails with X_ENCODING naming the codec it lacks, and the attempt reports
+// it.
 func (f *codecFrontend) open(b []byte) []byte {
-	plain, err := f.set.Open(b)
-	if err != nil {
-		return b
-	}
-	return plain
+	out, _ := f.set.Peel(b)
+	return out
 }
 
 func (f *codecFrontend) openEvents(evs []history.Event) []history.Event {
@@ -132,8 +131,8 @@ func (f *codecFrontend) openEvents(evs []history.Event) []history.Event {
 }
 
 // OpenEvent returns e with the payload it carries (a RunStarted's input, a step's output, a
-// received event's payload or the result inside a child's outcome, a result) opened by set. An event with nothing to open is returned
-// as is, byte for byte.
+// received event's payload or the result inside a child's outcome, a result) opened by set, as
+// far as it can (openField). An event with nothing to open is returned as is, byte for byte.
 func OpenEvent(e history.Event, set *codec.Set) history.Event {
 	p, err := e.Decode()
 	if err != nil {
@@ -181,16 +180,19 @@ func openChildResult(x *history.EventReceived, set *codec.Set) bool {
 	return true
 }
 
-// openField opens *b in place when it is an envelope set can open.
+// openField opens *b in place when it is an envelope, as far as set can (codec.Set.Peel). What
+// set cannot open stays an envelope, the innermost one: the job's decode names that codec, and
+// not an outer one whose key this side holds (a Stack's encryption, when it lacks the
+// compression under it). Nothing opened leaves *b, and so the event, as it was.
 func openField(b *[]byte, set *codec.Set) bool {
 	if !codec.IsEnvelope(*b) {
 		return false
 	}
-	plain, err := set.Open(*b)
-	if err != nil {
+	out, _ := set.Peel(*b)
+	if bytes.Equal(out, *b) {
 		return false
 	}
-	*b = plain
+	*b = out
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -171,6 +172,117 @@ func TestCodecMissingFailsLoudly(t *testing.T) {
 	run := env.Await(res.RunID, store.StateFailed)
 	if run.ErrorCode != string(jobs.CodeEncoding) || !strings.Contains(run.Error, "aesgcm/k1") {
 		t.Errorf("failed with %s %q, want X_ENCODING naming aesgcm/k1", run.ErrorCode, run.Error)
+	}
+}
+
+// A worker whose Set holds the key of a Stack(Gzip(), aes) payload but not the compression under
+// it opens what it can and fails on the rest with X_ENCODING naming deflate, the codec it lacks:
+// naming aesgcm/k1, whose key it holds, sent the operator after the wrong codec. That holds for
+// the task's input and for a payload replayed from the history, and no error carries the value.
+func TestStackMissingInnerCodecNamesIt(t *testing.T) {
+	t.Parallel()
+	const card = "4242-4242-4242-4242"
+	a, err := aesgcm.New("k1", map[string][]byte{"k1": bytes.Repeat([]byte{1}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacked, keyOnly := codec.NewSet(codec.Stack(codec.Gzip(), a)), codec.NewSet(a)
+	named := func(what string, code jobs.Code, msg string) {
+		t.Helper()
+		if code != jobs.CodeEncoding || !strings.Contains(msg, "by codec deflate") ||
+			strings.Contains(msg, "aesgcm") || strings.Contains(msg, card) {
+			t.Errorf("%s: %s %q; want X_ENCODING naming deflate alone, without the value", what, code, msg)
+		}
+	}
+
+	env := testenv.Start(t, testenv.Options{Store: testenv.OpenSQLite(t)})
+	once := jobs.MustDefine("stacked-once", func(o order) string { return o.ID }, jobs.NoTenant[order](),
+		func(c *jobs.Ctx, o order) (string, error) { return o.Card, nil }, jobs.Queue("q"),
+		jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
+	env.Worker(worker.Config{ID: "key-only", Frontend: wrap.Frontend(env.Engine, keyOnly)}, once)
+	res, err := once.Enqueue(context.Background(), wrap.Enqueuer(env.Engine, stacked), order{ID: "x", Card: card})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := env.Await(res.RunID, store.StateFailed)
+	named("the run's attempt", jobs.Code(run.ErrorCode), run.Error)
+
+	plain, _ := jobs.Encode(card)
+	sealed, err := stacked.Encode(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := history.NewStep(time.Unix(0, 0), history.StepCompleted{StepName: "s", Output: sealed})
+	ev.Seq = 2
+	p, err := wrap.OpenEvent(ev, keyOnly).Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	err = jobs.Decode(p.(history.StepCompleted).Output, &v)
+	named("a replayed step's output", jobs.CodeOf(err), fmt.Sprint(err))
+}
+
+// A child's sealed result reaches its parent inside the outcome the engine records in the clear
+// (an EventReceived whose payload is a jobs.ChildOutcome), one level below the payload fields the
+// views look at. Every view shows it as a stored value is: without the key it says what the
+// result is, in the dump, the console's timeline (history.View) and jobs show (InspectRun), and
+// with the codec a library dump shows the plain value; never the envelope's bytes in base64.
+func TestChildResultShownInViews(t *testing.T) {
+	t.Parallel()
+	child := jobs.MustDefine("shown-child", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (string, error) { return "secret-" + s, nil })
+	parent := jobs.MustDefine("shown-parent", func(s string) string { return s }, jobs.NoTenant[string](),
+		func(c *jobs.Ctx, s string) (int, error) {
+			v, err := child.Call(c, "c", s)
+			return len(v), err
+		})
+	env := testenv.Start(t, testenv.Options{Store: testenv.OpenSQLite(t)})
+	ctx := context.Background()
+	set := aesSet(t, "k1", "k1")
+	env.Worker(worker.Config{ID: "w", Frontend: wrap.Frontend(env.Engine, set)}, child, parent)
+	res, err := parent.Enqueue(ctx, wrap.Enqueuer(env.Engine, set), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Await(res.RunID, store.StateCompleted)
+	events := env.History(res.RunID)
+	i := slices.IndexFunc(events, func(e history.Event) bool { return e.Kind == history.KindEventReceived })
+	if i < 0 {
+		t.Fatalf("no EventReceived in the parent's history: %v", events)
+	}
+	p, _ := events[i].Decode()
+	var o jobs.ChildOutcome
+	if x := p.(history.EventReceived); !history.IsChildEventID(x.EventID) || jobs.Decode(x.Payload, &o) != nil || codecOf(o.Result) != "aesgcm/k1" {
+		t.Fatalf("the parent received %+v, want a child's outcome with its result under aesgcm/k1", x)
+	}
+	const sealed, plain = `"result":"encrypted by codec aesgcm/k1, `, `"result":"secret-a"`
+
+	view, _ := json.Marshal(history.View(events[i]))
+	var dump bytes.Buffer
+	if err := history.Dump(&dump, events); err != nil {
+		t.Fatal(err)
+	}
+	show, err := env.Engine.InspectRun(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, _ := json.Marshal(show.Steps)
+	for what, got := range map[string]string{"history.View": string(view), "the dump": dump.String(), "InspectRun": string(wait)} {
+		if !strings.Contains(got, sealed) || strings.Contains(got, "secret-a") {
+			t.Errorf("%s does not say what the child's result is: %s", what, got)
+		}
+	}
+
+	opened, _ := json.Marshal(history.ViewWith(events[i], set.Open))
+	dump.Reset()
+	if err := history.DumpWith(&dump, events, set.Open); err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]string{"history.ViewWith": string(opened), "DumpWith": dump.String()} {
+		if !strings.Contains(got, plain) {
+			t.Errorf("%s with the codec does not show the child's result: %s", what, got)
+		}
 	}
 }
 
