@@ -10,6 +10,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // BulkEnqueueBody is the JSON body of POST /v1/runs/bulk: items as POST /v1/runs takes them.
@@ -227,8 +228,10 @@ func jsonKind(tok json.Token) string {
 
 // bulkMsgpackItems returns how many items a msgpack bulk body's "items" array claims (the last
 // one, as decoding keeps the last), read from the array's header before anything is decoded: a
-// body of tiny items holds tens of thousands. Zero when the body is not a map or names no
-// items; decoding then says what is wrong. b has passed the shape check.
+// body of tiny items holds tens of thousands. msgpack decodes a struct from its map form
+// ({"items": [...]}) or its array form ([[...]], fields in order, items the first), so both are
+// read. Zero when the body is neither or names no items; decoding then says what is wrong. b has
+// passed the shape check.
 func bulkMsgpackItems(b []byte) (n int) {
 	defer func() {
 		if recover() != nil {
@@ -236,6 +239,20 @@ func bulkMsgpackItems(b []byte) (n int) {
 		}
 	}()
 	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	code, err := dec.PeekCode()
+	if err != nil {
+		return 0
+	}
+	if msgpcode.IsFixedArray(code) || code == msgpcode.Array16 || code == msgpcode.Array32 {
+		fields, err := dec.DecodeArrayLen()
+		if err != nil || fields < 1 {
+			return 0
+		}
+		if n, err = dec.DecodeArrayLen(); err != nil {
+			return 0
+		}
+		return max(n, 0)
+	}
 	fields, err := dec.DecodeMapLen()
 	if err != nil {
 		return 0
