@@ -172,26 +172,34 @@ func waitMetric(t *testing.T, url, line string) bool {
 	return false
 }
 
-// $JOBS_NO_SCHEDULER is read as a boolean, as $JOBS_DB_WRITE_IMPLIED_EVENTS is: false or 0 runs
-// the scheduler (it was read as "set at all", which turned it off), and a value that is not a
-// boolean is refused rather than read as either.
-func TestNoSchedulerEnvIsABoolean(t *testing.T) {
-	for v, want := range map[string]string{"false": "false", "0": "false", "true": "true", "1": "true", "": "false"} {
-		t.Setenv("JOBS_NO_SCHEDULER", v)
-		root := newRootCmd()
-		serveCmd, _, err := root.Find([]string{"serve"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range []*cobra.Command{root, serveCmd} {
-			if got := c.Flags().Lookup("no-scheduler").Value.String(); got != want {
-				t.Errorf("JOBS_NO_SCHEDULER=%q: %s --no-scheduler is %s, want %s", v, c.Name(), got, want)
+// The serve's boolean variables are read as booleans, as $JOBS_DB_WRITE_IMPLIED_EVENTS is:
+// JOBS_NO_SCHEDULER=false or 0 runs the scheduler (it was read as "set at all", which turned it
+// off), JOBS_ALLOW_UNDECLARED=true allows (only "1" did), JOBS_LOG_RUNS=false stops the lines
+// (only "0" did), and a value that is not a boolean is refused rather than read as either.
+func TestServeEnvBooleans(t *testing.T) {
+	for _, b := range []struct{ env, flag, unset string }{
+		{"JOBS_NO_SCHEDULER", "no-scheduler", "false"},
+		{"JOBS_ALLOW_UNDECLARED", "allow-undeclared", "false"},
+		{"JOBS_LOG_RUNS", "log-runs", "true"},
+	} {
+		for v, want := range map[string]string{"false": "false", "0": "false", "f": "false", "true": "true", "1": "true", "TRUE": "true", "": b.unset} {
+			t.Setenv(b.env, v)
+			root := newRootCmd()
+			serveCmd, _, err := root.Find([]string{"serve"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []*cobra.Command{root, serveCmd} {
+				if got := c.Flags().Lookup(b.flag).Value.String(); got != want {
+					t.Errorf("%s=%q: %s --%s is %s, want %s", b.env, v, c.Name(), b.flag, got, want)
+				}
 			}
 		}
+		t.Setenv(b.env, "please")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		expect(t, runCmd(ctx, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--database-url", ""), 2,
+			`X_BAD_REQUEST: $`+b.env+` "please": want true or false`)
+		cancel()
+		t.Setenv(b.env, "")
 	}
-	t.Setenv("JOBS_NO_SCHEDULER", "please")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	expect(t, runCmd(ctx, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--database-url", ""), 2,
-		`X_BAD_REQUEST: $JOBS_NO_SCHEDULER "please": want true or false`)
 }

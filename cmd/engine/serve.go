@@ -50,6 +50,8 @@ const (
 	envWriteImplied = "JOBS_DB_WRITE_IMPLIED_EVENTS"
 	envSchema       = "JOBS_DB_SCHEMA"
 	envNoScheduler  = "JOBS_NO_SCHEDULER"
+	envAllowUndecl  = "JOBS_ALLOW_UNDECLARED"
+	envLogRuns      = "JOBS_LOG_RUNS"
 )
 
 // postgres reports whether the options name Postgres, refusing a URL of any other database
@@ -195,12 +197,12 @@ func (o *serveOptions) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.credentials, "credential", nil, "a token with a role, optionally scoped to a tenant: role=token or role@tenant=token (repeatable)")
 	f.BoolVar(&o.allowUnauthenticated, "allow-unauthenticated", false,
 		"serve beyond loopback without any token (refused otherwise)")
-	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.Env("JOBS_ALLOW_UNDECLARED", "") == "1",
-		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=1]")
+	f.BoolVar(&o.allowUndeclared, "allow-undeclared", cli.EnvBool(envAllowUndecl, false),
+		"accept enqueues of jobs no worker has declared yet (they wait, and say why) [$JOBS_ALLOW_UNDECLARED=true]")
 	f.BoolVar(&o.noScheduler, "no-scheduler", cli.EnvBool(envNoScheduler, false),
 		"do not run the cron scheduler in this process [$JOBS_NO_SCHEDULER=true]")
-	f.BoolVar(&o.logRuns, "log-runs", cli.Env("JOBS_LOG_RUNS", "1") != "0",
-		"log one info line per finished run (jobs.run.finished: job, state, attempt, duration); --log-runs=false for none [$JOBS_LOG_RUNS=0]")
+	f.BoolVar(&o.logRuns, "log-runs", cli.EnvBool(envLogRuns, true),
+		"log one info line per finished run (jobs.run.finished: job, state, attempt, duration); --log-runs=false for none [$JOBS_LOG_RUNS=false]")
 	o.retention.flags(cmd)
 }
 
@@ -216,7 +218,7 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	// A boolean read from the environment as a boolean: JOBS_NO_SCHEDULER=false runs the
 	// scheduler, and a value that is not a boolean is refused rather than read as either.
-	if err := cli.CheckEnvBools(envNoScheduler); err != nil {
+	if err := cli.CheckEnvBools(envNoScheduler, envAllowUndecl, envLogRuns); err != nil {
 		return err
 	}
 	if o.drainTimeout <= 0 {

@@ -142,6 +142,9 @@ func serve(cmd *cobra.Command, o *options) error {
 		return cli.Usage("--onboarding-sleep, --plan-timeout and --payment-timeout must be positive")
 	case o.pollWait <= 0:
 		return cli.Usage("--poll-wait must be positive")
+	case o.drainTimeout <= 0:
+		// host.Options reads zero as its default; a negative or zero flag is a mistake to say.
+		return cli.Usage("--drain-timeout must be positive, got %s", o.drainTimeout)
 	case o.heartbeat < 0:
 		return cli.Usage("--heartbeat must not be negative")
 	}

@@ -52,6 +52,8 @@ func TestUsage(t *testing.T) {
 		{"--heartbeat", "-1s"},
 		{"--log-level", "loud"},
 		{"--token", "t\n"},
+		{"--drain-timeout", "0s"},
+		{"--drain-timeout", "-1s"},
 		{"extra-arg"},
 	} {
 		var out, errb bytes.Buffer
