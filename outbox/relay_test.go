@@ -100,6 +100,18 @@ func stopTimesOut(t *testing.T, r *Relay) {
 	}
 }
 
+// stillWaiting fails the test if what (a Stop or Start) returns on done within d, while pub holds
+// the pass in flight; it releases the pass before failing so that nothing is left blocked.
+func stillWaiting(t *testing.T, done <-chan error, d time.Duration, pub *blocking, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		close(pub.release)
+		t.Fatalf("%s returned (%v) with the pass still in flight", what, err)
+	case <-time.After(d):
+	}
+}
+
 // A Stop whose ctx ran out leaves the pass in flight; a second Stop (the caller waiting longer)
 // joins it again, rather than returning at once and letting the caller close the database under
 // the row about to be marked.
@@ -109,12 +121,7 @@ func TestStopAfterATimedOutStopStillJoinsThePass(t *testing.T) {
 	stopTimesOut(t, r)
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.Stop(context.Background()) }()
-	select {
-	case err := <-stopped:
-		close(pub.release)
-		t.Fatalf("the second Stop returned (%v) with the pass still in flight", err)
-	case <-time.After(100 * time.Millisecond):
-	}
+	stillWaiting(t, stopped, 100*time.Millisecond, pub, "the second Stop")
 	close(pub.release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
@@ -141,12 +148,7 @@ func TestStartAfterATimedOutStopWaitsForTheOldLoop(t *testing.T) {
 	}
 	started := make(chan error, 1)
 	go func() { started <- r.Start(context.Background()) }()
-	select {
-	case err := <-started:
-		close(pub.release)
-		t.Fatalf("Start returned (%v) with the old loop still in its pass", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillWaiting(t, started, 50*time.Millisecond, pub, "Start")
 	close(pub.release)
 	if err := <-started; err != nil {
 		t.Fatal(err)
