@@ -2,8 +2,11 @@
 // over HTTP (Options.Engine) or an in-process one (Options.Frontend), with the drain, the health
 // endpoints (/healthz, /readyz) and the Prometheus metrics that the reference worker binary has.
 //
-//	reg := jobs.MustRegistry(onboarding, invoice)
-//	err := host.Run(ctx, host.Options{Engine: "http://engine:7233", Token: os.Getenv("JOBS_TOKEN"), Registry: reg})
+//	reg, err := jobs.NewRegistry(onboarding, invoice)
+//	if err != nil {
+//		return err
+//	}
+//	err = host.Run(ctx, host.Options{Engine: "http://engine:7233", Token: os.Getenv("JOBS_TOKEN"), Registry: reg})
 //
 // Run returns when ctx ends or the process gets SIGINT/SIGTERM, after draining: it stops
 // claiming, lets the runs in flight finish their current claim (up to DrainTimeout), unwinds the

@@ -218,17 +218,20 @@ func AdvanceAndFire(t testing.TB, eng *engine.Engine, st store.Store, fake *cloc
 
 // Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
 //
-// A run the engine handed back for flow control (its job's fleet concurrency cap, a keyed
-// limit) is delayed for engine.SlotRetry of the fake clock, which nothing else moves: Await
-// moves it on, so a capped job's runs get their turn as they would in real time. A run delayed
-// by its enqueue or a retry is left alone (that is the test's clock to move). On a timeout the
-// message says why the run waits, when the engine knows.
+// A run handed back for flow control (its job's fleet concurrency cap, a keyed limit, or the
+// worker's own LimitConfig: a per-tenant cap backs off from 250 ms to 5 s) is delayed on the fake
+// clock, which nothing else moves: while the run waits so, Await moves the clock on to the next
+// armed timer, never past the run's own, so a limited job's runs get their turn as they would in
+// real time, however long the hand-back. A run delayed by its enqueue or a retry is left alone
+// (that is the test's clock to move). On a timeout the message says why the run waits, when the
+// engine knows.
 func (e *Env) Await(runID string, states ...store.State) store.Run {
 	e.T.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	var run store.Run
-	var inspected time.Time // the UpdatedAt of the delayed row last inspected: once per delay
+	var inspected delay // the delayed row last inspected: once per delay
+	handedBack := false
 	for time.Now().Before(deadline) {
 		var err error
 		if run, err = e.Engine.GetRun(ctx, runID); err != nil {
@@ -237,10 +240,13 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 		if slices.Contains(states, run.State) {
 			return run
 		}
-		if run.State == store.StateDelayed && !run.UpdatedAt.Equal(inspected) {
-			inspected = run.UpdatedAt
-			if v, err := e.Engine.InspectRun(ctx, runID); err == nil && v.DueAt == nil && v.Waiting != "" {
-				e.Advance(engine.SlotRetry)
+		if run.State == store.StateDelayed {
+			if d := delayOf(run); d != inspected {
+				inspected = d
+				v, err := e.Engine.InspectRun(ctx, runID)
+				handedBack = err == nil && v.DueAt == nil && v.Waiting != ""
+			}
+			if handedBack && e.advanceToHandBack(ctx, runID, inspected) {
 				continue
 			}
 		}
@@ -252,6 +258,40 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 	}
 	e.T.Fatalf("run %s: state %s after 20s, want one of %v (error: %s %s)%s", runID, run.State, states, run.ErrorCode, run.Error, why)
 	return run
+}
+
+// delay names one stay of a run in delayed: a run enters it again only through a claim, which
+// raises its fence (UpdatedAt alone may repeat on a clock that does not move).
+type delay struct {
+	fence   int64
+	updated int64 // UnixNano
+}
+
+func delayOf(r store.Run) delay { return delay{fence: r.Fence, updated: r.UpdatedAt.UnixNano()} }
+
+// advanceToHandBack moves the fake clock to the store's next timer while the run is still in the
+// delay d (a hand-back, which armed a timer for when it may be claimed again), and reports
+// whether it moved or fired anything. The next timer is due no later than the run's own, so the
+// clock never passes it: other timers due before it fire first, as they would in real time.
+func (e *Env) advanceToHandBack(ctx context.Context, runID string, d delay) bool {
+	next, ok, err := e.Store.TimerNext(ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if !ok {
+		return false
+	}
+	// Read the run again after the timer: had it left the delay in between (its timer fired, it
+	// was claimed and went to sleep), the next timer could be a sleep of its own, far off.
+	run, err := e.Engine.GetRun(ctx, runID)
+	if err != nil {
+		e.T.Fatalf("get run %s: %v", runID, err)
+	}
+	if run.State != store.StateDelayed || delayOf(run) != d {
+		return false
+	}
+	e.Advance(max(next.Sub(e.Clock.Now()), 0))
+	return true
 }
 
 // Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
@@ -284,6 +324,11 @@ func (e *Env) AwaitSuspended(runID string) store.Run {
 // fake clock to its next timer (a sleep's end, a wait's timeout, a retry), until the run is
 // completed, failed, cancelled or blocked, and returns it. A run waiting for an event times out
 // this way: publish first to take the other branch.
+//
+// A run may wait on another run (a child it called) that has not armed its timer yet: while any
+// run of the env is ready or running, RunToCompletion waits for it to get on (in real time, up to
+// 20s). Only once nothing is ready or running and no timer is armed does it fail the test:
+// nothing will wake the run.
 func (e *Env) RunToCompletion(runID string) store.Run {
 	e.T.Helper()
 	for range 1000 {
@@ -297,16 +342,93 @@ func (e *Env) RunToCompletion(runID string) store.Run {
 			e.T.Fatal(err)
 		}
 		if !ok {
-			e.T.Fatalf("run %s is %s and no timer is armed: nothing will wake it", runID, run.State)
+			// Nothing to jump to yet: wait for another run's progress to arm a timer or to wake
+			// this one, then look again.
+			e.awaitTimerOrQuiet(run)
+			continue
 		}
-		if d := next.Sub(e.Clock.Now()); d > 0 {
-			e.Advance(d)
-		} else {
-			e.Advance(0)
-		}
+		e.Advance(max(next.Sub(e.Clock.Now()), 0))
 	}
 	e.T.Fatalf("run %s did not finish after 1000 wake-ups", runID)
 	return store.Run{}
+}
+
+// quietFor is how long the env must stay quiet (no run ready or running, no timer) before
+// RunToCompletion concludes nothing will wake a run: a run's end and its parent's wake-up are
+// two commits, and the moment between them is quiet too.
+const quietFor = 200 * time.Millisecond
+
+// awaitTimerOrQuiet returns once a timer is armed or the run has left the suspension or delay it
+// was in (was, a row RunToCompletion read with no timer armed). It fails the test once the env
+// is quiet (no run ready or running, no timer) for quietFor while the run still waits, or when
+// runs stay ready or running for 20s without arming a timer or waking it.
+func (e *Env) awaitTimerOrQuiet(was store.Run) {
+	e.T.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	var quietSince time.Time
+	for {
+		if _, ok, err := e.Store.TimerNext(ctx); err != nil {
+			e.T.Fatal(err)
+		} else if ok {
+			return
+		}
+		run, err := e.Engine.GetRun(ctx, was.ID)
+		if err != nil {
+			e.T.Fatalf("get run %s: %v", was.ID, err)
+		}
+		if run.State != was.State || run.LastSeq != was.LastSeq || run.Fence != was.Fence {
+			return
+		}
+		busy, err := e.busy(ctx)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		now := time.Now()
+		switch {
+		case busy > 0:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = now
+		case now.Sub(quietSince) >= quietFor:
+			e.T.Fatalf("run %s is %s, no timer is armed and no run is ready or running: nothing will wake it", was.ID, was.State)
+		}
+		if now.After(deadline) {
+			e.T.Fatalf("run %s is %s and no timer is armed: %d runs stayed ready or running for 20s without arming one or waking it%s",
+				was.ID, was.State, busy, e.stalled(ctx))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// busy counts the env's runs that are ready or running: runs whose progress may yet arm a timer
+// or wake another run.
+func (e *Env) busy(ctx context.Context) (int, error) {
+	stats, err := e.Store.QueueStats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, q := range stats {
+		n += q.Counts[store.StateReady] + q.Counts[store.StateRunning]
+	}
+	return n, nil
+}
+
+// stalled says why a few of the ready runs wait, when the engine knows (no worker hosts their
+// job, say).
+func (e *Env) stalled(ctx context.Context) string {
+	runs, err := e.Store.RunList(ctx, store.ListParams{State: store.StateReady, Limit: 3})
+	if err != nil {
+		return ""
+	}
+	out := ""
+	for _, r := range runs {
+		if v, err := e.Engine.InspectRun(ctx, r.ID); err == nil && v.Waiting != "" {
+			out += "; ready run " + r.ID + " (" + r.Job + ") waits: " + v.Waiting
+		}
+	}
+	return out
 }
 
 // History returns a run's whole history.
