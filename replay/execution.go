@@ -88,8 +88,9 @@ type Execution struct {
 	cfg    Config
 	ctx    *jobs.Ctx
 	cancel context.CancelCauseFunc
-	// recCtx is ctx without its cancellation, made once: a record outlives a cancelled body
-	// (the commit may land), and every step records under it.
+	// recCtx is ctx without its cancellation, made once (and again on a resume, with the new
+	// claim's span): a record outlives a cancelled body (the commit may land), and every step
+	// records under it.
 	recCtx context.Context
 
 	// Owned by the body goroutine.
@@ -491,6 +492,19 @@ func (e *Execution) suspend(idx int) call {
 	if msg.span != nil && msg.span.IsRecording() {
 		e.span = msg.span
 		e.span.AddEvent("jobs.resumed", trace.WithAttributes(AttrCall.String(e.cs.list[idx].name)))
+	}
+	if msg.span != nil {
+		if sc := msg.span.SpanContext(); sc.IsValid() && !sc.Equal(trace.SpanContextFromContext(e.recCtx)) {
+			// The records go under the current claim's span too (over HTTP they carry it as
+			// their trace header), not under the first claim's, which the body's context keeps.
+			// Made from the body's context again, not from the last recCtx, so a run resumed a
+			// thousand times does not stack a thousand spans in its record context. Nothing
+			// records meanwhile: the body is parked and its parallel steps ended before it
+			// suspended. Span contexts are compared, not spans: a non-recording span (an
+			// untraced worker's, carrying the run's stored context) is a struct == cannot
+			// compare, and its context is the one the records already carry.
+			e.recCtx = trace.ContextWithSpan(context.WithoutCancel(e.ctx), msg.span)
+		}
 	}
 	if err := e.fold(msg.events); err != nil {
 		e.verdict(Outcome{Kind: Failed, Err: err})

@@ -84,6 +84,12 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 		p.Settle(nil, 0, jobs.Errorf(jobs.CodeAborted, "step %q: the attempt was aborted (%s)", name, cause.Message))
 		return p
 	}
+	// A parallel step run live is a step run live: it gets its span, as a Step does, and its
+	// function the span's context. Opened here, on the body's goroutine, where the current
+	// claim's span (e.span, which a resume replaces) is read; the goroutine ends it, after the
+	// step's record as a Step's, or with the failure or the panic. A replayed one above gets
+	// none, as a replayed Step.
+	ctx, span := e.startStep(c, name)
 	e.inflight.Add(1)
 	e.running.Add(1) // before the function can make a call
 	go func() {
@@ -96,17 +102,29 @@ func (r *runtimeImpl) Go(c *jobs.Ctx, name string, fn func(context.Context) ([]b
 				// again with it here). Nothing above this goroutine would recover it, and the
 				// process would die: the step fails with the panic instead, Await returns it
 				// (panic.go), and it is queued as any failure is (failed.go). Settled before inflight.Done, so a body that
-				// waits for the steps in flight sees it settled.
-				e.settleFailed(p, name, recovered(name, recover()))
+				// waits for the steps in flight sees it settled. Its span ends first, failed
+				// with the panic (an unended span is never exported).
+				sp := recovered(name, recover())
+				if span != nil {
+					endStepPanicked(span, sp)
+				}
+				e.settleFailed(p, name, sp)
 			}
 		}()
-		out, err := e.runStep(c, name, fn)
+		out, err := e.runStep(ctx, name, fn)
 		returned = true
 		if err != nil {
+			endStep(span, err)
 			e.settleFailed(p, name, err)
 			return
 		}
 		e.recordParallel(frontend.Command{Kind: frontend.CmdStep, Name: name, Output: out, Parallel: true}, p)
+		if span != nil {
+			// Settled by now: by this record, or by an earlier holder of recMu that took it.
+			<-p.Done()
+			_, _, err := p.Outcome()
+			endStep(span, err)
+		}
 	}()
 	return p
 }

@@ -33,6 +33,8 @@ const (
 	AttrCall         = attribute.Key("jobs.call")
 	AttrEvent        = attribute.Key("jobs.event")
 	AttrHistoryCalls = attribute.Key("jobs.history.calls")
+	// AttrChildRunID names the child run a jobs.wait event awaits (AwaitChild).
+	AttrChildRunID = attribute.Key("jobs.child_run_id")
 )
 
 // recording reports whether the current claim's span records (a tracer is configured and the
@@ -42,7 +44,8 @@ func (e *Execution) recording() bool { return e.span != nil && e.span.IsRecordin
 // spanContext returns c carrying the current claim's span. After a resume, the body's own
 // context still carries the first claim's span; durable calls use the current one.
 func (e *Execution) spanContext(c *jobs.Ctx) context.Context {
-	if e.span == nil || trace.SpanFromContext(c) == e.span {
+	// Compared by their span contexts: a provider's span type need not be comparable with ==.
+	if e.span == nil || trace.SpanFromContext(c).SpanContext().Equal(e.span.SpanContext()) {
 		return c
 	}
 	return trace.ContextWithSpan(c, e.span)
