@@ -1,11 +1,13 @@
 package ui
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/store"
@@ -18,7 +20,15 @@ func funcs(u *UI) template.FuncMap {
 		"when":  func(t time.Time) template.HTML { return when(u.clock.Now(), t) },
 		"whenp": func(t *time.Time) template.HTML { return whenPtr(u.clock.Now(), t) },
 		"age":   age,
-		"json":  func(raw json.RawMessage) string { return pretty(raw) },
+		// seg is one path segment of a URL the page links or posts to: a name or id a caller
+		// chose (a schedule's name comes from a worker's manifest). html/template only
+		// normalizes a URL's path, so '/', '?', '#', ".." and %XX would otherwise reach the
+		// browser as they are and move the link or the form to another route.
+		"seg": url.PathEscape,
+		// label shows a name a person must tell from others (an option of a select): as it is,
+		// or quoted when the page would not show it as it is (leading, trailing or doubled
+		// spaces collapse; control characters do not show).
+		"label": label,
 		"count": func(m map[store.State]int, s string) int { return m[store.State(s)] },
 		"spark": spark,
 		"rate":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
@@ -59,6 +69,23 @@ func funcs(u *UI) template.FuncMap {
 			return m
 		},
 	}
+}
+
+// label is name as it is, or Go-quoted when whitespace or a control character would hide
+// what it is.
+func label(name string) string {
+	prevSpace := true // a leading space is hidden too
+	for _, r := range name {
+		space := unicode.IsSpace(r)
+		if (space && (prevSpace || r != ' ')) || (!space && !unicode.IsPrint(r)) {
+			return strconv.Quote(name)
+		}
+		prevSpace = space
+	}
+	if prevSpace && name != "" {
+		return strconv.Quote(name) // a trailing space
+	}
+	return name
 }
 
 // ago says how long ago (or how far ahead) t is, the way the CLI says it.

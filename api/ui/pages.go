@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/paging"
@@ -120,12 +122,23 @@ func deadData(r *Request) (any, error) {
 	return v, nil
 }
 
-// runView is a run's page: the engine's RunView, and its history as a timeline.
+// runView is a run's page: the engine's RunView, and its history as a timeline, each bounded in
+// rows and in bytes (timelineCap and the bounds beside it).
 type runView struct {
-	Run      engine.RunView
-	Timeline []eventView
-	// RetrySteps are the steps a retry may start from: completed ones, not discarded.
+	Run engine.RunView
+	// Input and Result are the run's, as the page shows them (cut to payloadCap).
+	Input, Result *shown
+	// Steps are the trace's newest stepsCap durable calls unless the page asked for all
+	// (?history=all); StepsTotal is how many the trace holds.
+	Steps          []stepRow
+	StepsTotal     int
+	StepsTruncated bool
+	Timeline       []eventView
+	// RetrySteps are the steps a retry may start from: completed ones, not discarded, among the
+	// calls the Steps table shows. A name a form cannot post as it is (one holding a line
+	// break, which the browser rewrites as CRLF) is left out, and counted in Unpostable.
 	RetrySteps []string
+	Unpostable int
 	CanCancel  bool
 	CanRetry   bool
 	// Events is the history's length; Timeline holds the newest timelineCap of them unless the
@@ -136,18 +149,87 @@ type runView struct {
 	Backfill *engine.BackfillPass
 }
 
-// timelineCap bounds the events a run page renders by default: a run with a hundred thousand
-// recorded events must not make its page a hundred-megabyte document.
-const timelineCap = 1000
+// A run page is bounded in rows and in bytes. The page is rendered whole into memory before its
+// first byte goes out, and a history may hold any number of events of up to MaxPayload (1 MiB)
+// each, rendered larger again as indented JSON: without these, a dozen legal steps made a page
+// of over 100 MB. What a cap leaves out, `engine history dump <run>` shows whole.
+const (
+	// timelineCap bounds the events a run page renders by default: a run with a hundred
+	// thousand recorded events must not make its page a hundred-megabyte document. Only the
+	// newest timelineCap events are read from the store.
+	timelineCap = 1000
+	// stepsCap bounds the rows of the Steps table (and so the retry-from-step choices) the
+	// same way.
+	stepsCap = timelineCap
+	// payloadCap bounds one payload as the page shows it (the input, the result, a step's
+	// output or note, an event's payload), in bytes of the page: its rendered text, escaped.
+	payloadCap = 64 << 10
+	// sectionBudget bounds the payloads of the Steps table, and those of the timeline, each
+	// section handing its budget out newest first: past it, a payload shows only its size.
+	sectionBudget = 1 << 20
+)
+
+// shown is a payload as the page shows it.
+type shown struct {
+	// Text is what the page shows: the start of the rendered text, or all of it.
+	Text string
+	// Cut is how many bytes of it the page leaves out (0: none).
+	Cut int
+}
+
+// budget hands out a section's bytes to its payloads.
+type budget struct{ left int }
+
+// show renders a payload of size stored bytes and cuts it to payloadCap and to what is left of
+// the budget; with nothing left it is not rendered at all, and shows only its stored size.
+func (b *budget) show(size int, render func() string) *shown {
+	if b.left <= 0 {
+		return &shown{Cut: size}
+	}
+	text := render()
+	head, used := cutHTML(text, min(payloadCap, b.left))
+	b.left -= used
+	return &shown{Text: head, Cut: len(text) - len(head)}
+}
+
+// cutHTML returns the longest start of s, in whole runes, whose HTML-escaped form (as
+// html/template writes text: &lt; &#34; …) is at most limit bytes, and that form's size.
+func cutHTML(s string, limit int) (string, int) {
+	n := 0
+	for i, r := range s {
+		w := utf8.RuneLen(r)
+		switch r {
+		case '<', '>':
+			w = 4
+		case '&', '"', '\'', '+':
+			w = 5
+		case utf8.RuneError, 0:
+			w = 3 // written as U+FFFD
+		}
+		if n+w > limit {
+			return s[:i], n
+		}
+		n += w
+	}
+	return s, n
+}
+
+// stepRow is one durable call of the Steps table. Its Output and Note, cut to the page's
+// bounds, shadow the StepView's own.
+type stepRow struct {
+	engine.StepView
+	Output *shown // nil: the call has no output
+	Note   *shown // nil: no note
+}
 
 // eventView is one history event with its payload as people read it (history.View, as the
-// dump shows it).
+// dump shows it), cut to the page's bounds.
 type eventView struct {
 	Seq     int64
 	Kind    history.Kind
 	Name    string
 	At      time.Time
-	Payload string
+	Payload *shown
 }
 
 func runData(r *Request) (any, error) {
@@ -159,26 +241,72 @@ func runData(r *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := r.Engine.History(r.Context(), id, 0)
+	all := r.URL.Query().Get("history") == "all"
+	// Seqs are contiguous from 1, so the newest timelineCap events are those after
+	// LastSeq-timelineCap: read only them. Events appended since InspectRun are read too, and
+	// cut below.
+	var after int64
+	if !all {
+		after = max(0, rv.LastSeq-timelineCap)
+	}
+	events, err := r.Engine.History(r.Context(), id, after)
 	if err != nil {
 		return nil, err
 	}
-	v := &runView{Run: rv, Events: len(events),
+	v := &runView{Run: rv, Events: int(rv.LastSeq),
 		CanCancel: !rv.State.Finished(), CanRetry: rv.State == store.StateFailed || rv.State == store.StateBlocked}
+	if n := len(events); n > 0 {
+		v.Events = max(v.Events, int(events[n-1].Seq))
+	}
 	if v.Backfill, err = r.Engine.InspectBackfillPass(r.Context(), id); err != nil {
 		return nil, err
 	}
-	if len(events) > timelineCap && r.URL.Query().Get("history") != "all" {
-		events, v.Truncated = events[len(events)-timelineCap:], true
+	if !all && len(events) > timelineCap {
+		events = events[len(events)-timelineCap:]
+	}
+	v.Truncated = len(events) > 0 && events[0].Seq > 1
+	one := func(raw json.RawMessage) *shown {
+		if len(raw) == 0 {
+			return nil
+		}
+		b := budget{left: payloadCap}
+		return b.show(len(raw), func() string { return pretty(raw) })
+	}
+	v.Input, v.Result = one(rv.Input), one(rv.Result)
+
+	steps := rv.Steps
+	v.StepsTotal = len(steps)
+	if !all && len(steps) > stepsCap {
+		steps, v.StepsTruncated = steps[len(steps)-stepsCap:], true
+	}
+	v.Steps = make([]stepRow, len(steps))
+	sb := budget{left: sectionBudget}
+	for i := len(steps) - 1; i >= 0; i-- { // newest first
+		s := steps[i]
+		row := stepRow{StepView: s}
+		if len(s.Output) > 0 {
+			row.Output = sb.show(len(s.Output), func() string { return pretty(s.Output) })
+		}
+		if s.Note != "" {
+			row.Note = sb.show(len(s.Note), func() string { return s.Note })
+		}
+		v.Steps[i] = row
 	}
 	v.Timeline = make([]eventView, len(events))
-	for i, e := range events {
-		v.Timeline[i] = eventView{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Payload: pretty(history.View(e))}
+	tb := budget{left: sectionBudget}
+	for i := len(events) - 1; i >= 0; i-- { // newest first
+		e := events[i]
+		v.Timeline[i] = eventView{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At,
+			Payload: tb.show(len(e.Data), func() string { return pretty(history.View(e)) })}
 	}
 	seen := map[string]bool{}
-	for _, s := range rv.Steps {
+	for _, s := range steps {
 		if s.Kind == "step" && s.Status == "completed" && !seen[s.Name] {
 			seen[s.Name] = true
+			if strings.ContainsAny(s.Name, "\r\n") {
+				v.Unpostable++
+				continue
+			}
 			v.RetrySteps = append(v.RetrySteps, s.Name)
 		}
 	}
