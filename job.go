@@ -238,17 +238,26 @@ func (j *Job[In, Out]) Identity(input []byte) (Identity, error) {
 // Execute implements Definition. A run whose tenant is not the one the job derives from its
 // input is refused before the body runs (X_JOB_TENANT_MISMATCH): an untyped enqueue names the
 // tenant beside the input, and a caller scoped to one tenant could otherwise have the body act
-// on another tenant's input (an org id in it) under its own tenant's name.
+// on another tenant's input (an org id in it) under its own tenant's name. A run carrying a
+// tenant for a job declared NoTenant is refused the same way: such a job is fleet-wide work (an
+// all-tenants backfill, a purge), and a caller scoped to one tenant, which must name its tenant
+// on every enqueue, could otherwise have it run over every tenant. No path of the library
+// gives a tenant to such a run (a typed enqueue, a child, the outbox, a schedule built from the
+// job and a backfill pass all take the job's own tenancy); only an untyped enqueue naming one
+// can (the API, the CLI, a bulk item, a schedule declared by hand).
 func (j *Job[In, Out]) Execute(ctx *Ctx, input []byte) ([]byte, error) {
 	var in In
 	if err := Decode(input, &in); err != nil {
 		return nil, err
 	}
-	if !j.tenant.none {
-		if want, got := j.tenant.from(in), ctx.Actor().Tenant; want != got {
-			return nil, Errorf(CodeJobTenantMismatch, "run %s of %q carries tenant %q, but the job derives tenant %q from its input; the body did not run",
-				ctx.Run().RunID, j.name, got, want)
+	if j.tenant.none {
+		if got := ctx.Actor().Tenant; got != "" {
+			return nil, Errorf(CodeJobTenantMismatch, "run %s of %q carries tenant %q, but the job is declared for no tenant (jobs.NoTenant); the body did not run",
+				ctx.Run().RunID, j.name, got)
 		}
+	} else if want, got := j.tenant.from(in), ctx.Actor().Tenant; want != got {
+		return nil, Errorf(CodeJobTenantMismatch, "run %s of %q carries tenant %q, but the job derives tenant %q from its input; the body did not run",
+			ctx.Run().RunID, j.name, got, want)
 	}
 	out, err := j.body(ctx, in)
 	if err != nil {

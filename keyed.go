@@ -35,7 +35,10 @@ const (
 func ByTenant() string { return KeyTenant }
 
 // ByInput is the key of a limit counted per value of a field of the input, named by a dotted
-// path through its maps ("customer.id"; the input's field names are its json tags).
+// path through its maps ("customer.id"; the input's field names are its json tags). For a run
+// of a tenant the value counts within that tenant (per tenant, per value): the enqueuer wrote
+// the input, so a run must not spend another tenant's slots or starts. Runs of no tenant count
+// per value together.
 func ByInput(path string) string { return KeyInputPrefix + path }
 
 // KeyedLimit is a fleet-wide limit per value of Key: Limit runs running at once, or, with Per

@@ -455,32 +455,6 @@ func TestARunClaimedAgainIsOneStartUnderItsRate(t *testing.T) {
 	}
 }
 
-// Declarations keyed by different keys are all enforced: a worker declaring a smaller cap keyed
-// by a field whose value differs on every run cannot replace another worker's cap per customer
-// (it only adds its own, which binds where it can).
-func TestKeyedCapsOfDifferentKeysAllHold(t *testing.T) {
-	t.Parallel()
-	for _, b := range testenv.Backends() {
-		t.Run(b.Name, func(t *testing.T) { keyedCapsOfDifferentKeys(t, b.Open(t)) })
-	}
-}
-
-func keyedCapsOfDifferentKeys(t *testing.T, st store.Store) {
-	env := testenv.Start(t, testenv.Options{Store: st, RequireDeclared: true})
-	honest := syncJob(jobs.ConcurrencyBy(jobs.ByInput("customer"), 2))
-	testenv.Declare(t, env.Engine, "honest", honest)
-	testenv.Declare(t, env.Engine, "other", syncJob(jobs.ConcurrencyBy(jobs.ByInput("n"), 1)))
-	for _, in := range []syncInput{{"a", 0}, {"a", 1}, {"a", 2}, {"a", 3}, {"b", 0}, {"c", 0}, {"b", 5}} {
-		enqueue(t, env, honest, in)
-		env.Fake().Advance(time.Millisecond)
-	}
-	got := customers(t, pollAll(t, env.Engine, "honest"))
-	// a-0 and a-1 fill customer a's two slots; b-0 and c-0 find n = 0 taken by a-0; b-5 runs.
-	if got["a"] != 2 || got["b"] != 1 || got["c"] != 0 {
-		t.Fatalf("claimed per customer %v, want a:2 b:1 (a capped at 2 per customer, b-0 and c-0 behind n = 0)", got)
-	}
-}
-
 // The same for keyed rates: a rate per run id, "slower" by its numbers, cannot replace a rate per
 // tenant.
 func TestKeyedRatesOfDifferentKeysAllHold(t *testing.T) {

@@ -158,6 +158,7 @@ func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err
 		if gerr != nil || r.State != store.StateCancelled {
 			return
 		}
+		run = r
 	default:
 		return
 	}
@@ -175,7 +176,7 @@ func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err
 		if gerr != nil || child.State.Finished() {
 			continue
 		}
-		if cerr := e.cancelChild(ctx, runID, k.ChildID); cerr != nil {
+		if cerr := e.cancelChild(ctx, run, child); cerr != nil {
 			e.log.Warn("jobs.child.cancel-failed", "run", k.ChildID, "parent", runID, "err", cerr)
 		}
 	}
@@ -183,11 +184,28 @@ func (e *Engine) cancelled(ctx context.Context, runID string, run store.Run, err
 
 // cancelChild cancels a child because its parent was cancelled; a child already finished (or
 // cancelled by the other path, below) is not an error.
-func (e *Engine) cancelChild(ctx context.Context, parentID, childID string) error {
-	if _, err := e.Cancel(ctx, childID, "parent "+parentID+" was cancelled"); err != nil && !jobs.HasCode(err, jobs.CodeJobNotCancellable) {
+//
+// The parent owns its children, whatever their tenant: a parent may start a child for another
+// tenant (a child's tenant is its own input's), and cancelling the parent cancels that child too,
+// as the seed's rule says, so no work the parent started runs on under a cancelled parent. The
+// reason written into the child's history, which the child's tenant reads, names the parent only
+// when both are of one tenant: another tenant's run id is hidden from that tenant everywhere else
+// (Family.Scoped, "not found").
+func (e *Engine) cancelChild(ctx context.Context, parent, child store.Run) error {
+	if _, err := e.Cancel(ctx, child.ID, cascadeReason(parent, child)); err != nil && !jobs.HasCode(err, jobs.CodeJobNotCancellable) {
 		return err
 	}
 	return nil
+}
+
+// cascadeReason is the cancel reason of a child cancelled with its parent: it names the parent
+// to the parent's own tenant, and to a child of another tenant (or of none, or a parent of none)
+// says only that its parent run was cancelled.
+func cascadeReason(parent, child store.Run) string {
+	if parent.Tenant != child.Tenant || parent.ID == "" {
+		return "its parent run was cancelled"
+	}
+	return "parent " + parent.ID + " was cancelled"
 }
 
 // linkedUnderLiveParent runs after a child's link is written: a cancel of the parent that
@@ -203,7 +221,12 @@ func (e *Engine) linkedUnderLiveParent(ctx context.Context, parentID, childID st
 	if parent.State != store.StateCancelled {
 		return nil
 	}
-	if err := e.cancelChild(context.WithoutCancel(ctx), parentID, childID); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	child, err := e.store.RunGet(ctx, childID)
+	if err != nil {
+		return err
+	}
+	if err := e.cancelChild(ctx, parent, child); err != nil {
 		return err
 	}
 	return jobs.Errorf(jobs.CodeAborted, "run %s was cancelled", parentID)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -156,15 +158,49 @@ func checkKeyedDeclaration(name string, c jobs.JobDeclaration) error {
 	return nil
 }
 
-// keyedSlotKey is the slot row of one value of a job's keyed cap. The job is quoted, so no pair
-// of job and value can spell another pair's key.
-func keyedSlotKey(job string, k *jobs.KeyedLimit, value string) string {
-	return "key:" + strconv.Quote(job) + ":" + k.Key + "=" + value
+// keyedSlotKey is the slot row of one value of a job's keyed cap, for a run of tenant ("" for
+// none). The job is quoted, so no pair of job and value can spell another pair's key.
+func keyedSlotKey(job string, k *jobs.KeyedLimit, tenant, value string) string {
+	return "key:" + strconv.Quote(job) + ":" + tenantScope(k, tenant) + k.Key + "=" + value
 }
 
-// rateKey is the rate log's key of one value of a job's keyed rate.
-func rateKey(job string, k *jobs.KeyedLimit, value string) string {
-	return "rate:" + strconv.Quote(job) + ":" + k.Key + "=" + value
+// rateKey is the rate log's key of one value of a job's keyed rate, for a run of tenant.
+func rateKey(job string, k *jobs.KeyedLimit, tenant, value string) string {
+	return "rate:" + strconv.Quote(job) + ":" + tenantScope(k, tenant) + k.Key + "=" + value
+}
+
+// maxScopedTenant is the longest tenant a key names as it is; a longer one is named by its
+// digest, so that the tenant adds at most a few dozen bytes to a key (Postgres indexes the key,
+// and an index entry is bounded).
+const maxScopedTenant = 64
+
+// tenantScope is the part of a keyed limit's key that keeps a run of one tenant off another
+// tenant's values. A value read from the input is whatever the enqueuer wrote, and the engine
+// cannot tell whether it belongs to the run's tenant (the job's tenant function lives in the
+// worker): a run enqueued under tenant a whose input names b would otherwise take b's slot, or
+// spend b's rate, before the worker refuses it for its tenant (X_JOB_TENANT_MISMATCH). So a
+// value of an input key counts per (tenant, value); a run counts only under its own tenant's
+// values. A tenant key is the tenant already, and a run of no tenant keeps the key it always
+// had. The scope begins with "@", which neither key form does ("tenant", "input."), so a scoped
+// key cannot spell an unscoped one; a quoted tenant and a digest ("#") cannot spell each other.
+func tenantScope(k *jobs.KeyedLimit, tenant string) string {
+	if tenant == "" || k.Key == jobs.KeyTenant {
+		return ""
+	}
+	if len(tenant) > maxScopedTenant {
+		sum := sha256.Sum256([]byte(tenant))
+		return "@#" + hex.EncodeToString(sum[:]) + ":"
+	}
+	return "@" + strconv.Quote(tenant) + ":"
+}
+
+// inTenant names the tenant a keyed limit's value counts within, for `jobs show`: "" when the
+// value is not scoped by one (tenantScope).
+func inTenant(k *jobs.KeyedLimit, tenant string) string {
+	if tenantScope(k, tenant) == "" {
+		return ""
+	}
+	return " in tenant " + strconv.Quote(tenant)
 }
 
 // checkKeyed refuses an enqueue whose run the job's keyed limits cannot count: the input lacks
@@ -255,12 +291,12 @@ func (e *Engine) admitKeyed(ctx context.Context, r store.Run, kc, kr []*jobs.Key
 		if !counted {
 			continue
 		}
-		slot := keyedSlotKey(r.Job, k, v)
+		slot := keyedSlotKey(r.Job, k, r.Tenant, v)
 		ok, err := e.store.SlotAcquire(ctx, store.SlotParams{Key: slot, Limit: k.Limit, Holder: r.ID, Now: now, Until: r.LeaseUntil})
 		if err != nil || !ok {
 			giveBack()
-			return handBackKeyCap, fmt.Sprintf("job %q is at its keyed concurrency cap for %s = %s (%s, jobs.ConcurrencyBy)",
-				r.Job, k.Key, showValue(v), k), now.Add(SlotRetry)
+			return handBackKeyCap, fmt.Sprintf("job %q is at its keyed concurrency cap for %s = %s%s (%s, jobs.ConcurrencyBy)",
+				r.Job, k.Key, showValue(v), inTenant(k, r.Tenant), k), now.Add(SlotRetry)
 		}
 		slots = append(slots, keyedSlot{key: slot, cap: k})
 	}
@@ -273,15 +309,15 @@ func (e *Engine) admitKeyed(ctx context.Context, r store.Run, kc, kr []*jobs.Key
 				continue
 			}
 			e.pruneRates(ctx, now)
-			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, k, v), Holder: r.ID,
+			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, k, r.Tenant, v), Holder: r.ID,
 				Limit: k.Limit, Per: k.Per, Now: now})
 			if err != nil || !ok {
 				giveBack()
 				if err != nil || !until.After(now) {
 					until = now.Add(SlotRetry)
 				}
-				return handBackKeyRate, fmt.Sprintf("rate limited by %s = %s until %s (%s, jobs.RateBy)",
-					k.Key, showValue(v), until.UTC().Format(time.RFC3339Nano), k), until
+				return handBackKeyRate, fmt.Sprintf("rate limited by %s = %s%s until %s (%s, jobs.RateBy)",
+					k.Key, showValue(v), inTenant(k, r.Tenant), until.UTC().Format(time.RFC3339Nano), k), until
 			}
 		}
 	}
@@ -330,7 +366,7 @@ func (e *Engine) keyedSlotsOf(ctx context.Context, f *fleet, runID, job string, 
 		held = heldSlots{of: of}
 		for _, k := range kc {
 			if v, counted := keyValue(k, *run); counted {
-				held.slots = append(held.slots, keyedSlot{key: keyedSlotKey(job, k, v), cap: k})
+				held.slots = append(held.slots, keyedSlot{key: keyedSlotKey(job, k, run.Tenant, v), cap: k})
 			}
 		}
 		e.keyed.cache().Add(runID, held)
