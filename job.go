@@ -307,7 +307,8 @@ type EnqueueRequest struct {
 	Delay      time.Duration `json:"delay,omitempty" msgpack:"delay,omitempty"`
 	// DedupeID, when set, names the request itself (an outbox row, a run's durable enqueue): the
 	// engine creates at most one run per DedupeID within its dedupe retention, even after that
-	// run finished, so a resend of the same request never runs the job twice.
+	// run finished, so a resend of the same request never runs the job twice. An id beginning
+	// "call:" is the engine's own (a run's durable calls); the HTTP API refuses one.
 	DedupeID string `json:"dedupeId,omitempty" msgpack:"dedupe_id,omitempty"`
 	// TraceParent and TraceState are the W3C trace context the run is enqueued under (trace.go).
 	// Left empty, the engine takes them from the enqueue's ctx (the caller's current span).

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -87,7 +88,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := s.eng.Enqueue(r.Context(), req)
 	if err != nil {
-		return err
+		return scopedRefusal(r, req, err)
 	}
 	status := http.StatusCreated
 	if res.Deduped {
@@ -143,7 +144,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, engine.Summarize(run))
+	writeJSON(w, http.StatusOK, s.redactor(r, id).summary(engine.Summarize(run)))
 	return nil
 }
 
@@ -165,7 +166,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, engine.Summarize(run))
+	writeJSON(w, http.StatusOK, s.redactor(r, id).summary(engine.Summarize(run)))
 	return nil
 }
 
@@ -187,15 +188,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if t := credentialOf(r).Tenant; t != "" {
-		// The run is this tenant's (authorize); its links to another tenant's runs are not.
-		scoped := v.Family.Scoped(t)
-		if v.Family.Parent != nil && scoped.Parent == nil && strings.HasPrefix(v.EnqueuedBy, "run:") {
-			v.EnqueuedBy = "run" // started by a run this credential may not see
-		}
-		v.Family = scoped
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, s.redactor(r, id).view(v))
 	return nil
 }
 
@@ -252,8 +245,12 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := make([]engine.RunSummary, len(runs))
+	x := s.redactor(r)
+	for _, run := range runs {
+		x.own(run.ID) // listed: the credential's tenant's (authorize forced the filter)
+	}
 	for i, run := range runs {
-		out[i] = engine.Summarize(run)
+		out[i] = x.summary(engine.Summarize(run))
 	}
 	writeJSON(w, http.StatusOK, page(out, limit))
 	return nil
@@ -269,6 +266,13 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	runs, err := s.eng.InspectDeadLetters(r.Context(), p)
 	if err != nil {
 		return err
+	}
+	x := s.redactor(r)
+	for _, run := range runs {
+		x.own(run.ID)
+	}
+	for i := range runs {
+		runs[i] = x.summary(runs[i])
 	}
 	writeJSON(w, http.StatusOK, page(runs, limit))
 	return nil
@@ -287,6 +291,9 @@ func (s *Server) runHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	events, err := s.eng.History(r.Context(), id, 0)
 	if err != nil {
+		return err
+	}
+	if events, err = s.redactor(r, id).history(events); err != nil {
 		return err
 	}
 	// Rendered whole before the first byte goes out, so a failure is still a clean refusal.
@@ -326,4 +333,260 @@ func (s *Server) queues(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) codes(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, CodeList{Codes: jobs.Codes()})
 	return nil
+}
+
+// Ids of other tenants' runs, hidden from a tenant-scoped credential.
+//
+// A run's tenant is its own input's, so the runs of one workflow may belong to several tenants:
+// a parent of tenant a may start a child, or enqueue a run, for tenant b. The engine writes the
+// ids of such runs into what the other run shows: the enqueued run's enqueuedBy is
+// "run:<parent>" (its view, and its history's RunStarted); a child cancelled with its parent
+// was given the reason "parent <id> was cancelled" (RunCancelled, and the notes of the sleeps
+// and waits it cut short), which histories written before the engine left another tenant's
+// parent out of it keep; and an operator's reason, a worker's error, may name any run. A
+// credential scoped to tenant b is told that the parent "is not found", so none of these may
+// name it.
+//
+// runRedactor rewrites those fields, and only those: the text the engine (or an operator, a
+// worker) wrote, never a run's values (its input, step outputs, result, the payloads it
+// received), which are the workflow's own data. The parent's record of the child it started
+// stays too (its ChildEnqueued, its step's output, the outcome it awaited): the parent's code
+// was handed that id, and holds it. Only the ids that appear are looked up, each once per
+// answer, and at most maxRedactLookups of them; an id found in another tenant, not found at all
+// (deleted, or another store's), or past the bound is hidden.
+
+// hiddenRun stands for the id of a run the credential may not see.
+const hiddenRun = "(hidden run)"
+
+// enqueuedByRun begins the enqueuedBy of a run enqueued by another run's durable call (engine:
+// "run:<id>"). Its redacted form is "run": enqueued by a run, which one not said.
+const enqueuedByRun = "run:"
+
+// maxRedactLookups bounds the store reads one answer's redaction makes: error texts are a
+// worker's, and a history may hold many of them.
+const maxRedactLookups = 64
+
+// runRedactor hides, from a credential scoped to a tenant, the ids of runs outside that tenant
+// (see above). A nil *runRedactor (an unscoped credential) changes nothing.
+type runRedactor struct {
+	ctx    context.Context
+	eng    *engine.Engine
+	tenant string
+	// shown holds each id looked up: whether the credential may see it.
+	shown  map[string]bool
+	looked int
+}
+
+// redactor returns the redactor of r's credential, nil when it is not scoped to a tenant. self
+// is the run the answer is about, if any: authorize found it in the credential's tenant.
+func (s *Server) redactor(r *http.Request, self ...string) *runRedactor {
+	t := credentialOf(r).Tenant
+	if t == "" {
+		return nil
+	}
+	x := &runRedactor{ctx: r.Context(), eng: s.eng, tenant: t, shown: map[string]bool{}}
+	for _, id := range self {
+		x.own(id)
+	}
+	return x
+}
+
+// own records that run id is the credential's tenant's, known without a lookup.
+func (x *runRedactor) own(id string) {
+	if x != nil {
+		x.shown[strings.ToLower(id)] = true
+	}
+}
+
+// visible reports whether the credential may see run id.
+func (x *runRedactor) visible(id string) bool {
+	id = strings.ToLower(id)
+	if v, ok := x.shown[id]; ok {
+		return v
+	}
+	v := false
+	if x.looked < maxRedactLookups {
+		x.looked++
+		run, err := x.eng.GetRun(x.ctx, id)
+		v = err == nil && run.Tenant == x.tenant
+	}
+	x.shown[id] = v
+	return v
+}
+
+// text replaces in s every run id the credential may not see with hiddenRun.
+func (x *runRedactor) text(s string) string {
+	if x == nil || len(s) < runIDLen {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i+runIDLen <= len(s); {
+		if id := s[i : i+runIDLen]; isRunID(id) {
+			if !x.visible(id) {
+				b.WriteString(s[last:i])
+				b.WriteString(hiddenRun)
+				last = i + runIDLen
+			}
+			i += runIDLen
+			continue
+		}
+		i++
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// actor is text for an actor (enqueuedBy, a retry's by): "run:<id>" of a run the credential may
+// not see reads "run".
+func (x *runRedactor) actor(s string) string {
+	if x == nil {
+		return s
+	}
+	if id, ok := strings.CutPrefix(s, enqueuedByRun); ok {
+		if x.visible(id) {
+			return s
+		}
+		return strings.TrimSuffix(enqueuedByRun, ":")
+	}
+	return x.text(s)
+}
+
+// runIDLen is the length of a run id: a UUIDv7 in its canonical text form.
+const runIDLen = 36
+
+// isRunID reports whether s has the form of a run id: a version 7 UUID, hex digits of either
+// case. It reads no store: it only picks the words worth looking up.
+func isRunID(s string) bool {
+	if len(s) != runIDLen || s[14] != '7' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// summary redacts a run's summary: its error and stop reason.
+func (x *runRedactor) summary(s engine.RunSummary) engine.RunSummary {
+	if x == nil {
+		return s
+	}
+	s.Error, s.StopReason = x.text(s.Error), x.text(s.StopReason)
+	return s
+}
+
+// view redacts a run's view: its links to runs of other tenants (engine.Family.Scoped), and the
+// ids of such runs in its text.
+func (x *runRedactor) view(v engine.RunView) engine.RunView {
+	if x == nil {
+		return v
+	}
+	// The links say whose each linked run is: those need no lookup.
+	scoped := v.Family.Scoped(x.tenant)
+	if p := v.Family.Parent; p != nil {
+		x.shown[strings.ToLower(p.ParentID)] = scoped.Parent != nil
+	}
+	for _, c := range v.Family.Children {
+		x.shown[strings.ToLower(c.RunID)] = false
+	}
+	for _, c := range scoped.Children {
+		x.shown[strings.ToLower(c.RunID)] = true
+	}
+	v.Family = scoped
+	v.RunSummary = x.summary(v.RunSummary)
+	v.EnqueuedBy = x.actor(v.EnqueuedBy)
+	v.Waiting = x.text(v.Waiting)
+	for i := range v.Steps {
+		v.Steps[i].Note = x.text(v.Steps[i].Note)
+	}
+	for i := range v.Attempts {
+		v.Attempts[i].Error = x.text(v.Attempts[i].Error)
+	}
+	for i := range v.Retries {
+		v.Retries[i].By, v.Retries[i].Reason = x.actor(v.Retries[i].By), x.text(v.Retries[i].Reason)
+	}
+	return v
+}
+
+// history redacts a run's history for its dump: an event holding the id of a run the credential
+// may not see is encoded again without it, its "data" as well as its "view" (data is the stored
+// payload, base64: hiding the view alone would hide nothing). A redacted dump still loads
+// (history.Load) and replays, but it is no longer byte for byte the stored history: a body that
+// reads its enqueuedBy, or a failed step's error, sees the redacted text.
+func (x *runRedactor) history(events []history.Event) ([]history.Event, error) {
+	if x == nil {
+		return events, nil
+	}
+	copied := false // the events are the engine's: changed in a copy, never in place
+	for i, ev := range events {
+		switch ev.Kind {
+		case history.KindRunStarted, history.KindAttemptFailed, history.KindStepFailed, history.KindRunBlocked,
+			history.KindRunFailed, history.KindRunCancelled, history.KindRunRetried:
+		default:
+			continue // no text an engine, a worker or an operator wrote
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			// Not shown rather than shown unread: what it holds cannot be checked.
+			return nil, err
+		}
+		if p, changed := x.payload(p); changed {
+			if !copied {
+				events, copied = slices.Clone(events), true
+			}
+			out := history.New(ev.At, p)
+			out.Seq = ev.Seq
+			events[i] = out
+		}
+	}
+	return events, nil
+}
+
+// payload redacts one event's payload and reports whether it changed.
+func (x *runRedactor) payload(p history.Payload) (history.Payload, bool) {
+	changed := false
+	redact := func(f func(string) string, s *string) {
+		if v := f(*s); v != *s {
+			*s, changed = v, true
+		}
+	}
+	switch v := p.(type) {
+	case history.RunStarted:
+		redact(x.actor, &v.EnqueuedBy)
+		p = v
+	case history.AttemptFailed:
+		redact(x.text, &v.Error)
+		p = v
+	case history.StepFailed:
+		redact(x.text, &v.Error)
+		p = v
+	case history.RunBlocked:
+		redact(x.text, &v.Error)
+		p = v
+	case history.RunFailed:
+		redact(x.text, &v.Error)
+		p = v
+	case history.RunCancelled:
+		redact(x.text, &v.Reason)
+		p = v
+	case history.RunRetried:
+		redact(x.actor, &v.By)
+		redact(x.text, &v.Reason)
+		p = v
+	}
+	return p, changed
 }

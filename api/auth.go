@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -154,10 +153,18 @@ func needs(r *http.Request) capability {
 		// Every MCP exchange is a POST: reading is enough to be served; the actions are
 		// checked per tool (api/mcp.go).
 		return capRead
-	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+	case isRead(r):
 		return capRead
 	}
 	return capAct
+}
+
+// isRead reports whether r only reads: a GET, or a HEAD, which the router serves with the GET's
+// handler (net/http's ServeMux matches "GET /path" for both). Every rule of authorize that tells
+// a read apart asks here, so that a HEAD is held to the GET's rule: a HEAD of a listing is built
+// in full, and its Content-Length says how large the answer to the GET would be.
+func isRead(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead
 }
 
 type credKey struct{}
@@ -203,7 +210,7 @@ func credentials(cfg Config) (map[[sha256.Size]byte]Credential, error) {
 // authorize checks a request against its credential's role and tenant. It runs after the token
 // was matched, so a refusal here is X_FORBIDDEN (403), not X_UNAUTHORIZED.
 func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error) {
-	if r.URL.Path == "/v1/whoami" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if r.URL.Path == "/v1/whoami" && isRead(r) {
 		// Any valid credential may ask who it is, whatever its role or tenant: the answer is
 		// its own role and tenant, which its holder may know (engine mcp asks, then refuses a
 		// worker's or a tenant's token itself, with a reason).
@@ -219,7 +226,7 @@ func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error)
 	p := r.URL.Path
 	switch {
 	case p == "/v1/runs" || p == "/v1/dead-letters":
-		if r.Method == http.MethodGet {
+		if isRead(r) {
 			// The listing is the tenant's, whatever the query asks.
 			q := r.URL.Query()
 			if t := q.Get("tenant"); t != "" && t != c.Tenant {
@@ -234,22 +241,77 @@ func (s *Server) authorize(r *http.Request, c Credential) (*http.Request, error)
 	case p == "/v1/runs/bulk" && r.Method == http.MethodPost:
 		return r, nil // a bulk enqueue: each item is checked against the tenant (enqueueMany)
 	case strings.HasPrefix(p, "/v1/runs/"):
-		id, _, _ := strings.Cut(strings.TrimPrefix(p, "/v1/runs/"), "/")
-		if id, err := url.PathUnescape(id); err == nil && id != "" {
+		// The id the router will serve (r.PathValue("id") in the handler), not one read from the
+		// path here: r.URL.Path is already unescaped, and unescaping its segment again checked
+		// another id than the handler was served ("%252F"), or none at all ("%25zz").
+		if id, ok := routedRunID(r); ok && id != "" {
 			run, err := s.eng.GetRun(r.Context(), id)
+			if jobs.HasCode(err, jobs.CodeRunNotFound) || (err == nil && run.Tenant != c.Tenant) {
+				// Not found rather than forbidden, in one text whether the run is another
+				// tenant's or none at all: another tenant's run ids are not confirmed.
+				return r, runNotFound(id)
+			}
 			if err != nil {
 				return r, err
 			}
-			if run.Tenant != c.Tenant {
-				// Not found rather than forbidden: another tenant's run ids are not confirmed.
-				return r, jobs.Errorf(jobs.CodeRunNotFound, "run %s", id)
-			}
 		}
+		// No id: the router serves no run for this path either (it redirects an unclean
+		// path, and answers 404 or 405 for one no route matches).
 		return r, nil
 	case p == "/v1/codes":
 		return r, nil
 	}
 	return r, jobs.Errorf(jobs.CodeForbidden, "a credential scoped to tenant %q may not use %s, which spans every tenant", c.Tenant, p)
+}
+
+// runNotFound is the answer to a tenant-scoped credential for a run it may not see: another
+// tenant's, or one that does not exist. The stores word their own not-found differently (SQLite
+// `run "<id>" not found`, memory and Postgres `run <id>`), so passing theirs on beside this one
+// told the two cases apart on SQLite; authorize answers both with this text.
+func runNotFound(id string) error {
+	return jobs.Errorf(jobs.CodeRunNotFound, "run %q not found", id)
+}
+
+// runRoutes matches the paths that name a run as the server's router matches its run routes
+// ("/v1/runs/{id}", "/v1/runs/{id}/history", …), so that routedRunID reads the id those
+// routes' handlers are served. The router matches on the escaped path, splits it on '/', and
+// unescapes each segment once; so does this, being a ServeMux too.
+var runRoutes = func() *http.ServeMux {
+	m := http.NewServeMux()
+	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := w.(*routedID); ok {
+			c.id, c.ok = r.PathValue("id"), true
+		}
+	})
+	m.Handle("/v1/runs/{id}", read)
+	m.Handle("/v1/runs/{id}/{rest...}", read)
+	return m
+}()
+
+// routedID is the ResponseWriter routedRunID hands runRoutes: it keeps the id, and discards
+// whatever the mux writes (a redirect of an unclean path, a 404).
+type routedID struct {
+	id string
+	ok bool
+	h  http.Header
+}
+
+func (c *routedID) Header() http.Header {
+	if c.h == nil {
+		c.h = http.Header{}
+	}
+	return c.h
+}
+func (*routedID) Write(b []byte) (int, error) { return len(b), nil }
+func (*routedID) WriteHeader(int)             {}
+
+// routedRunID returns the run id the router extracts from r's path (r.PathValue("id") of the
+// route it will serve), and false when r's path names no run the router would serve.
+func routedRunID(r *http.Request) (string, bool) {
+	var c routedID
+	// On a copy: the mux records its match (pattern, wildcards) in the request it serves.
+	runRoutes.ServeHTTP(&c, r.WithContext(r.Context()))
+	return c.id, c.ok
 }
 
 // checkEnqueueScope refuses an enqueue for another tenant (or none) by a tenant-scoped credential.
@@ -291,15 +353,34 @@ func withCredential(r *http.Request, c Credential) *http.Request {
 
 // uiLogin is the console's view of the credentials: an admin's or operator's token may look and
 // act, a viewer's may look. A worker's token, and a tenant-scoped one, may not log in: the
-// console shows every tenant's runs. The secret keys the console's session cookies from every
-// credential's digest, so rotating any token ends every browser session.
+// console shows every tenant's runs.
+//
+// The secret keys the console's session cookies. It is derived from every credential as it is
+// now: its token's digest, its role and its tenant. A session cookie carries the role its token
+// had at login (ui.newSession), so any change to a credential (a token rotated or removed, an
+// operator demoted to viewer, a token scoped to a tenant, which may not use the console at all)
+// must end the sessions opened under the old one; changing the secret ends every browser
+// session, the first time the engine serves with the new credentials.
 func (s *Server) uiLogin() (login func(string) (ok, act bool), secret string) {
-	digests := make([]string, 0, len(s.creds))
-	for d := range s.creds {
-		digests = append(digests, string(d[:]))
+	return s.uiLoginFn(), uiSecret(s.creds)
+}
+
+// uiSecret is the console's session secret for creds (see uiLogin): one entry per credential,
+// its digest (fixed length) then its role and tenant each ended by a NUL (neither may hold one),
+// sorted, so that the map's order does not matter and no two credential sets give one secret.
+func uiSecret(creds map[[sha256.Size]byte]Credential) string {
+	entries := make([]string, 0, len(creds))
+	for d, c := range creds {
+		entries = append(entries, string(d[:])+string(c.Role)+"\x00"+c.Tenant+"\x00")
 	}
-	slices.Sort(digests)
-	login = func(token string) (bool, bool) {
+	slices.Sort(entries)
+	return strings.Join(entries, "")
+}
+
+// uiLoginFn answers whether a token may use the console (ok) and act there: it looks the token
+// up among the credentials as they are now, on every bearer request and login.
+func (s *Server) uiLoginFn() func(string) (ok, act bool) {
+	return func(token string) (bool, bool) {
 		if token == "" {
 			return false, false
 		}
@@ -309,5 +390,4 @@ func (s *Server) uiLogin() (login func(string) (ok, act bool), secret string) {
 		}
 		return true, c.Role.can(capAct)
 	}
-	return login, strings.Join(digests, "")
 }

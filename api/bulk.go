@@ -107,13 +107,17 @@ func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) error {
 		}
 		for k, i := range idx {
 			out[i] = res[k]
+			if res[k].Error != nil {
+				out[i].Error = jobs.AsError(scopedRefusal(r, send[k], res[k].Error))
+			}
 		}
 	}
 	return reply(w, r, http.StatusOK, BulkEnqueueResponse{Items: out})
 }
 
 // checkEnqueue is every check of one enqueue before the engine is asked: POST /v1/runs's, and
-// each item's of a bulk enqueue (text, identity, priority and delay ranges, tenant scope).
+// each item's of a bulk enqueue (text, identity, priority and delay ranges, the dedupe id's
+// namespace, tenant scope).
 func checkEnqueue(r *http.Request, req jobs.EnqueueRequest) error {
 	for field, v := range map[string]string{"job": req.Job, "queue": req.Queue, "key": req.Key,
 		"tenant": req.Tenant, "enqueuedBy": req.EnqueuedBy} {
@@ -124,7 +128,48 @@ func checkEnqueue(r *http.Request, req jobs.EnqueueRequest) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	if strings.HasPrefix(req.DedupeID, reservedDedupe) {
+		return jobs.Errorf(jobs.CodeBadRequest, "dedupeId %q begins with %q, the engine's own namespace: "+
+			"the engine dedupes a run's durable enqueues and child starts under call:<run>/<call name>, "+
+			"and a run enqueued under one would take that call's place; choose a dedupe id of your own", req.DedupeID, reservedDedupe)
+	}
 	return checkEnqueueScope(r, req.Tenant, req.NoTenant)
+}
+
+// reservedDedupe begins the dedupe ids the engine gives a run's durable calls (engine/effects.go
+// callID: "call:<run>/<call name>"): a durable enqueue or child start is created once per such
+// id (RunCreateOnce), and deduped onto whatever run holds it. An API caller may not use one: a
+// caller that knew a run's id (a tenant operator that read it, or guessed a call's name) could
+// create a run under a call that run has yet to make, and the engine would then hand the call
+// that run (or refuse it, X_IDEMPOTENCY_KEY_TAKEN, when it is another tenant's), failing the
+// workflow. The engine makes these enqueues itself, never through this API.
+//
+// The outbox's ids ("outbox:<row id>", outbox.DedupeID) stay open: a relay publishes them
+// through this API (an api.Client as its Publisher), under an operator's credential that
+// nothing tells apart from another operator's, and a row's id is the producer's, never shown.
+const reservedDedupe = "call:"
+
+// scopedRefusal hides, from a credential scoped to a tenant, what an enqueue refusal read from
+// the fleet's manifest, which such a credential may not read (GET /v1/manifest spans every
+// tenant): the queues a job is declared on (X_JOB_UNDECLARED), the keyed limits a job counts by
+// and the input field they read (X_FLOW_KEY). The code stays, and so does what the caller sent;
+// only the manifest's part of the message goes. Any other refusal, and every refusal to an
+// unscoped credential, is returned as it is.
+func scopedRefusal(r *http.Request, req jobs.EnqueueRequest, err error) error {
+	if err == nil || credentialOf(r).Tenant == "" {
+		return err
+	}
+	const why = " (a credential scoped to a tenant is not shown the fleet's manifest)"
+	switch jobs.CodeOf(err) {
+	case jobs.CodeJobUndeclared:
+		if req.Queue == "" {
+			return jobs.Errorf(jobs.CodeJobUndeclared, "no worker declares job %q"+why, req.Job)
+		}
+		return jobs.Errorf(jobs.CodeJobUndeclared, "queue %q is not one job %q may be enqueued on: no worker declares it there"+why, req.Queue, req.Job)
+	case jobs.CodeFlowKey:
+		return jobs.Errorf(jobs.CodeFlowKey, "enqueue of %q: the input holds no value the job's keyed limits can count by"+why, req.Job)
+	}
+	return err
 }
 
 // decodeBulkJSON reads a JSON bulk body ({"items":[…]}) as decodeJSON would decode it into a

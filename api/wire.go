@@ -47,7 +47,9 @@ type EnqueueBody struct {
 	Queue      string          `json:"queue,omitempty"`
 	Delay      Duration        `json:"delay,omitempty"`
 	EnqueuedBy string          `json:"enqueuedBy,omitempty"`
-	// DedupeID: see jobs.EnqueueRequest.DedupeID.
+	// DedupeID: see jobs.EnqueueRequest.DedupeID. One beginning "call:" is refused
+	// (X_BAD_REQUEST): that namespace is the engine's own, the ids of runs' durable enqueues and
+	// child starts (checkEnqueue).
 	DedupeID string `json:"dedupeId,omitempty"`
 	// Priority: see jobs.EnqueueRequest.Priority.
 	Priority int `json:"priority,omitempty"`

@@ -17,10 +17,12 @@ import (
 // Browser sessions. A browser cannot send the API's bearer header on a link or a form, so the
 // login form takes the same token once and answers with a session cookie (HttpOnly: no script
 // reads it; SameSite=Strict: no other site's page sends it). The cookie is stateless —
-// "<issued unix>.<random>.<mac>" under a key derived from the token — so it survives a restart,
-// needs no table, and every session ends when the token is rotated. The CSRF token of a session
-// is another MAC of the same random part: bound to the session, never stored, and useless to a
-// page that cannot read this one.
+// "<issued unix>.<random>.<role>.<mac>" under a key derived from the credentials (Config.Secret:
+// the API derives it from every credential's token digest, role and tenant) — so it survives a
+// restart, needs no table, and every session ends when a credential changes: a token rotated or
+// removed, or its role or tenant changed, since the role the cookie carries is the one its token
+// had at login. The CSRF token of a session is another MAC of the same random part: bound to the
+// session, never stored, and useless to a page that cannot read this one.
 //
 // Without a token the engine is open on loopback (as the API is), and the UI still hands out an
 // anonymous session, because an action must carry a CSRF token bound to something: another
@@ -44,15 +46,15 @@ type who struct {
 	canAct bool
 }
 
-// sessionKey derives the MAC key: from the token when one is set, so sessions end when it
-// changes; otherwise random per process.
-func sessionKey(token string) []byte {
-	if token == "" {
+// sessionKey derives the MAC key: from the secret when one is set (the credentials, as the API
+// words them), so sessions end when it changes; otherwise random per process.
+func sessionKey(secret string) []byte {
+	if secret == "" {
 		k := make([]byte, 32)
 		_, _ = rand.Read(k)
 		return k
 	}
-	sum := sha256.Sum256([]byte("jobs /_x session\x00" + token))
+	sum := sha256.Sum256([]byte("jobs /_x session\x00" + secret))
 	return sum[:]
 }
 
@@ -66,7 +68,9 @@ func (u *UI) mac(parts ...string) string {
 }
 
 // newSession returns a fresh cookie value and its random part. The cookie carries (under its
-// MAC) whether the token that logged in may act, so a viewer's session stays a viewer's.
+// MAC) whether the token that logged in may act, so a viewer's session stays a viewer's. That is
+// true only as long as the credentials are: the key covers them (sessionKey), so a token demoted,
+// scoped to a tenant or removed ends the sessions it opened instead of keeping its old role.
 func (u *UI) newSession(act bool) (value, id string) {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
