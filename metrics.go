@@ -6,11 +6,13 @@ package jobs
 const (
 	MetricJobsTotal     = "jobs_total"
 	MetricJobsTotalHelp = "Claims that ended, by queue and outcome (completed, failed = dead-lettered, retried, blocked, " +
-		"cancelled): source=engine counts what the engine recorded, source=worker what each worker saw."
+		"cancelled): source=engine counts what the engine recorded, source=worker the final records each worker's engine took (a completion refused because the run was " +
+		"cancelled counts cancelled)."
 	MetricLeasesLost     = "job_leases_lost_total"
 	MetricLeasesLostHelp = "Claims lost with the run still running: source=engine counts the runs the engine " +
 		"reclaimed (a lapsed lease, or the claims of a worker released when its session dropped, it stopped, or a process " +
-		"started again under its id), source=worker the leases a worker saw no renewal land for a whole window. " +
+		"started again under its id), source=worker the claims a worker saw lost: no renewal landed for a whole window, or the engine refused a " +
+		"renewal or the final record as no longer the worker's. " +
 		"Either way the run may run twice."
 	MetricClaimsHandedBack     = "jobs_claims_handed_back_total"
 	MetricClaimsHandedBackHelp = "Claims handed back without spending an attempt because a limit was reached, by reason: " +

@@ -39,6 +39,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/ui"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/promreg"
 	"github.com/ultimat3/jobs/internal/refuse"
 	"github.com/ultimat3/jobs/scheduler"
 )
@@ -175,18 +176,8 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
-	if err := cfg.Registerer.Register(newQueueCollector(cfg.Engine, cfg.Logger)); err != nil {
-		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the queue collector")
-	}
-	if err := cfg.Registerer.Register(newBackfillCollector(cfg.Engine, cfg.Logger)); err != nil {
-		return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the backfill collector")
-	}
-	// The engine's own counters and histograms (engine/metrics.go), served beside the gauges.
-	for _, c := range cfg.Engine.Collectors() {
-		var already prometheus.AlreadyRegisteredError
-		if err := cfg.Registerer.Register(c); err != nil && !errors.As(err, &already) {
-			return nil, jobs.Wrap(jobs.CodeInvariant, err, "api: register the engine's metrics")
-		}
+	if err := registerMetrics(cfg); err != nil {
+		return nil, err
 	}
 	if !cfg.NoUI {
 		uc := ui.Config{Engine: cfg.Engine, Scheduler: cfg.Scheduler, StatusOf: StatusOf, Logger: cfg.Logger,
@@ -202,6 +193,35 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// registerMetrics registers the queue and backfill gauges and the engine's own counters and
+// histograms (engine/metrics.go) on cfg.Registerer, all or nothing. A server built again for the
+// same engine on the same registry (an fx app built again, a server stopped and made again)
+// finds them registered and serves those: they read, and count, that engine. A registry that
+// serves another engine's is refused: its gauges would report the other engine's queues, and
+// this engine's counts would be served nowhere. Every refusal is X_INVARIANT and leaves the
+// registry as it was.
+func registerMetrics(cfg Config) error {
+	g := promreg.New(cfg.Registerer)
+	queues := newQueueCollector(cfg.Engine, cfg.Logger)
+	if promreg.Register(g, &queues) && queues.eng != cfg.Engine {
+		g.Refuse(errors.New("the registry serves another engine's queue gauges: give each engine a registry of its own"))
+	}
+	backfills := newBackfillCollector(cfg.Engine, cfg.Logger)
+	if promreg.Register(g, &backfills) && backfills.eng != cfg.Engine {
+		g.Refuse(errors.New("the registry serves another engine's backfill gauges: give each engine a registry of its own"))
+	}
+	for _, c := range cfg.Engine.Collectors() {
+		own := c
+		if promreg.Register(g, &c) && c != own {
+			g.Refuse(errors.New("the registry serves another engine's counters: give each engine a registry of its own"))
+		}
+	}
+	if err := g.Err(); err != nil {
+		return jobs.Wrap(jobs.CodeInvariant, err, "api: register the metrics")
+	}
+	return nil
 }
 
 func (s *Server) routes() http.Handler {

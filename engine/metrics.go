@@ -28,6 +28,10 @@ type metrics struct {
 	handedBack    *prometheus.CounterVec // flow.go
 	// queues tells the queues the manifest declares from every other name (queueLabels.label).
 	queues queueLabels
+	// handOvers are the landed records whose counting (with the rest of their post-commit work)
+	// the committer does because their caller left mid-commit; a resend of one waits for it, so
+	// its answer follows the count, as the first send's would have (record.go).
+	handOvers handOvers
 }
 
 var engineSource = prometheus.Labels{"source": "engine"}

@@ -56,7 +56,7 @@ func (e *Engine) overlapLoop(ctx context.Context) {
 		for {
 			select {
 			case r := <-e.commits:
-				r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+				e.answer(commitCtx, r, commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")})
 			default:
 				return
 			}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -23,7 +24,23 @@ type commitReq struct {
 	m        store.Mutation
 	afterSeq int64
 	done     chan commitRes
+	// arrived and release are what the record's post-commit work needs besides m (afterCommit),
+	// kept with it for the committer to do that work when the record's caller has left.
+	arrived time.Time
+	release *frontend.Command // the hand-back that ends the record, if it ends so
+	// state hands the post-commit work of a record that landed to exactly one of its caller
+	// (reqAnswered) and the committer (reqLeft): see answer.
+	state atomic.Int32
+	// left is set by a caller that left before the answer: done once the committer is done.
+	left *handOver
 }
+
+// commitReq.state.
+const (
+	reqWaiting  int32 = iota // queued or committing, its caller waiting for the answer
+	reqAnswered              // the committer answered: the caller does the post-commit work
+	reqLeft                  // the caller left: the committer does it
+)
 
 // commitReqs recycles the records of answered group commits: a record with its answer channel
 // was the largest allocation per step. A record is put back only once its answer was received;
@@ -60,7 +77,10 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	}
 	m.AfterSeq = req.AfterSeq
 	r := commitReqs.Get().(*commitReq)
-	r.m, r.afterSeq = m, req.AfterSeq
+	r.m, r.afterSeq, r.arrived = m, req.AfterSeq, arrived
+	if n := len(req.Commands); req.Commands[n-1].Kind == frontend.CmdRelease {
+		r.release = &req.Commands[n-1]
+	}
 	if req.Retry {
 		if resp, ok, err := e.landedAnswer(ctx, req, m); err != nil || ok {
 			return resp, err
@@ -126,46 +146,166 @@ func (e *Engine) Record(ctx context.Context, req frontend.RecordRequest) (fronte
 	var out commitRes
 	select {
 	case out = <-r.done:
-		// Answered: the committer is done with r (it never touches a record after its answer).
-		*r = commitReq{done: r.done}
-		commitReqs.Put(r)
 	case <-ctx.Done():
-		// The commit may still land; the worker's retry (same AfterSeq) finds it through recovery.
-		return frontend.RecordResponse{}, jobs.Wrap(jobs.CodeCommitUnknown, ctx.Err(), "run %s", req.RunID)
+		// The commit may still land. Its post-commit work (counting it above all) is the
+		// committer's from here (answer), and the worker's retry (same AfterSeq) finds the
+		// record through recovery, answered once that work is done (landedAnswer). Registered
+		// before the hand-over, so that a retry that finds the record landed finds it too.
+		h := e.metrics.handOvers.add(req.RunID)
+		r.left = h
+		if r.state.CompareAndSwap(reqWaiting, reqLeft) {
+			return frontend.RecordResponse{}, jobs.Wrap(jobs.CodeCommitUnknown, ctx.Err(), "run %s", req.RunID)
+		}
+		// Answered meanwhile: the answer is in r.done, or on its way, and the work is ours.
+		h.finish()
+		out = <-r.done
 	}
+	// Answered: the committer is done with r (it never touches a record after its answer).
+	m, release := r.m, r.release
+	*r = commitReq{done: r.done}
+	commitReqs.Put(r)
 	if out.err != nil {
 		return frontend.RecordResponse{}, out.err
 	}
 	if out.res.Err != nil {
-		if req.Retry && jobs.HasCode(out.res.Err, jobs.CodeHistoryStale) {
+		if req.Retry && (jobs.HasCode(out.res.Err, jobs.CodeHistoryStale) || jobs.HasCode(out.res.Err, jobs.CodeJobLeaseLost)) {
 			// The first send was still committing when this resend looked for it, and landed
-			// before it: a resend is answered with what landed, not refused.
+			// before it: a resend is answered with what landed, not refused. A first send that
+			// ended the claim (a final record) leaves the run no longer running, which the
+			// store refuses as a lost lease rather than a stale history.
 			if resp, ok, err := e.landedAnswer(ctx, req, m); err != nil || ok {
 				return resp, err
 			}
 		}
 		return frontend.RecordResponse{}, out.res.Err
 	}
-	e.settle(req.RunID, out.res.Appended)
-	if out.res.Run.State.Finished() {
-		e.childFinished(ctx, out.res.Run)
-		e.logFinished(out.res.Run)
+	e.afterCommit(ctx, &m, release, arrived, out.res)
+	return frontend.RecordResponse{Appended: out.res.Appended, LastSeq: out.res.Run.LastSeq, State: string(out.res.Run.State)}, nil
+}
+
+// afterCommit is the work a record that landed calls for once committed: the run's ledger
+// continued, a finished run's parent told and its line logged, a hand-back noted, the record
+// counted (jobs_total, jobs_run_duration_seconds, jobs_step_commit_seconds), the run's slots
+// released, and the timer service and the pollers woken.
+//
+// It is done once per landed record, by whoever holds the record when its commit is answered:
+// Record for a caller that waited for the answer, the committer (answer) for one that left first
+// (a worker's connection dropped mid-commit: X_COMMIT_UNKNOWN). A resend answered with what its
+// first send landed (landedAnswer) does none of it: the first send's commit did, whether its
+// answer reached the worker or not. Done there, a run whose final record was confirmed only to
+// its resend was never counted, logged, told to its parent or freed of its slots.
+func (e *Engine) afterCommit(ctx context.Context, m *store.Mutation, release *frontend.Command, arrived time.Time, res store.MutationResult) {
+	e.settle(m.RunID, res.Appended)
+	if res.Run.State.Finished() {
+		e.childFinished(ctx, res.Run)
+		e.logFinished(res.Run)
 	}
-	if n := len(req.Commands); n > 0 && req.Commands[n-1].Kind == frontend.CmdRelease {
-		e.releasedByWorker(req.RunID, out.res.Run.Queue, req.Commands[n-1])
+	if release != nil {
+		e.releasedByWorker(m.RunID, res.Run.Queue, *release)
 	}
-	e.metrics.recorded(m, out.res.Run, arrived)
-	e.settled(out.res.Run.State)
+	e.metrics.recorded(*m, res.Run, arrived)
+	e.settled(res.Run.State)
 	if len(m.Timers) > 0 {
 		e.timers.Kick()
 	}
-	if out.res.Run.State != store.StateRunning {
-		e.releaseSlots(ctx, out.res.Run)
+	if res.Run.State != store.StateRunning {
+		e.releaseSlots(ctx, res.Run)
 	}
 	if m.State == store.StateReady {
 		e.matching.Wake()
 	}
-	return frontend.RecordResponse{Appended: out.res.Appended, LastSeq: out.res.Run.LastSeq, State: string(out.res.Run.State)}, nil
+}
+
+// answer hands r its commit's outcome. A caller still waiting takes it and does the post-commit
+// work; for a caller that left (reqLeft) the committer does that work here, apart from the
+// batch's other answers, so a record that landed is settled and counted once whether or not
+// its answer reached the worker. ctx is the committer's, which no caller ends.
+func (e *Engine) answer(ctx context.Context, r *commitReq, out commitRes) {
+	if r.state.CompareAndSwap(reqWaiting, reqAnswered) {
+		r.done <- out
+		return
+	}
+	h := r.left
+	if out.err != nil || out.res.Err != nil {
+		h.finish() // nothing landed: nothing to do
+		return
+	}
+	// Counted in the engine's WaitGroup, which the committer's own goroutine holds above zero:
+	// Stop waits for this work as for the commit.
+	e.wg.Add(1)
+	go e.afterLeft(ctx, r, out.res)
+}
+
+// afterLeft is afterCommit for a record whose caller left (answer). A function of its own rather
+// than a closure: a closure over the answer moved it to the heap for every record answered.
+func (e *Engine) afterLeft(ctx context.Context, r *commitReq, res store.MutationResult) {
+	defer e.wg.Done()
+	defer r.left.finish()
+	e.afterCommit(ctx, &r.m, r.release, r.arrived, res)
+}
+
+// handOvers are the records whose caller left before their commit was answered, by run, until
+// the committer has done their post-commit work (answer). A resend that finds its first send
+// landed waits for it (landedAnswer): its answer then follows that record's counting and
+// settling, as the first send's answer would have.
+type handOvers struct {
+	mu   sync.Mutex
+	runs map[string]*handOver
+}
+
+// handOver is the post-commit work owed for a run's records whose caller left: n records, done
+// when all are.
+type handOver struct {
+	hs   *handOvers
+	run  string
+	n    int
+	done chan struct{}
+}
+
+// handOverWait bounds a resend's wait for its first send's post-commit work. That work takes a
+// few store calls; the bound is for a record drained unanswered at a stop, which never finishes.
+const handOverWait = 2 * time.Second
+
+func (hs *handOvers) add(run string) *handOver {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.runs == nil {
+		hs.runs = map[string]*handOver{}
+	}
+	h := hs.runs[run]
+	if h == nil {
+		h = &handOver{hs: hs, run: run, done: make(chan struct{})}
+		hs.runs[run] = h
+	}
+	h.n++
+	return h
+}
+
+func (h *handOver) finish() {
+	h.hs.mu.Lock()
+	defer h.hs.mu.Unlock()
+	if h.n--; h.n == 0 {
+		close(h.done)
+		delete(h.hs.runs, h.run)
+	}
+}
+
+// wait returns once no record of run is owed its post-commit work, ctx is done, or
+// handOverWait has passed.
+func (hs *handOvers) wait(ctx context.Context, run string) {
+	hs.mu.Lock()
+	h := hs.runs[run]
+	hs.mu.Unlock()
+	if h == nil {
+		return
+	}
+	t := time.NewTimer(handOverWait)
+	defer t.Stop()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // checkBeforeEffects refuses, before effects carries anything out, a record that publishes or
@@ -337,7 +477,7 @@ func (e *Engine) commitLoop(ctx context.Context) {
 			for {
 				select {
 				case r := <-e.commits:
-					r.done <- commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")}
+					e.answer(ctx, r, commitRes{err: jobs.Errorf(jobs.CodeDraining, "the engine is stopping")})
 				default:
 					return
 				}
@@ -395,7 +535,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 		e.owed.Store(int64(owed))
 		e.lastCommit.Store(int64(took))
 		for i, r := range batch {
-			r.done <- commitRes{res: results[i]}
+			e.answer(ctx, r, commitRes{res: results[i]})
 		}
 		return
 	}
@@ -406,7 +546,7 @@ func (e *Engine) commit(ctx context.Context, batch []*commitReq, scratch *[]stor
 	e.metrics.commitUnknown.Inc()
 	for _, r := range batch {
 		res, rerr := e.recover(ctx, r)
-		r.done <- commitRes{res: res, err: rerr}
+		e.answer(ctx, r, commitRes{res: res, err: rerr})
 	}
 }
 
@@ -471,6 +611,9 @@ func (e *Engine) landedAnswer(ctx context.Context, req frontend.RecordRequest, m
 	if err != nil || landed == nil {
 		return frontend.RecordResponse{}, false, err
 	}
+	// The record's post-commit work is its first send's (afterCommit), none of it this answer's;
+	// a first send whose caller left has it done by the committer, waited for here.
+	e.metrics.handOvers.wait(ctx, req.RunID)
 	run, err := e.store.RunGet(ctx, req.RunID)
 	if err != nil {
 		return frontend.RecordResponse{}, false, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
+	"github.com/ultimat3/jobs/internal/promreg"
 )
 
 // Relay defaults.
@@ -44,7 +45,8 @@ type RelayConfig struct {
 	Logger   *slog.Logger
 	// Registerer receives the relay's metrics (jobs_outbox_backlog,
 	// jobs_outbox_oldest_staged_seconds, jobs_outbox_published_total, jobs_outbox_failed,
-	// jobs_outbox_failed_total). Nil registers nothing.
+	// jobs_outbox_failed_total). Nil registers nothing. Relays may share one: the counters are
+	// then the process's, and the gauges cover its running relays (see relayMetrics).
 	Registerer prometheus.Registerer
 }
 
@@ -112,7 +114,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	} else if err := jobs.ValidIdentifier("relay id", cfg.ID); err != nil {
 		return nil, err
 	}
-	m, err := newRelayMetrics(cfg.Registerer)
+	m, err := newRelayMetrics(cfg.Registerer, cfg.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +163,7 @@ func (r *Relay) Stop(ctx context.Context) error {
 	}
 	done := r.done
 	r.mu.Unlock()
+	r.metrics.quiet() // a relay that ran passes without Start too; a pass in flight's loop quiets again
 	return joined(ctx, done)
 }
 
@@ -179,6 +182,9 @@ func joined(ctx context.Context, done <-chan struct{}) error {
 
 func (r *Relay) loop(stop, done chan struct{}) {
 	defer close(done)
+	// Before done closes: once Stop returns, the stopped relay's last reading is not served
+	// (it still answers Backlog).
+	defer r.metrics.quiet()
 	// A pass runs to its end once begun (Stop joins it rather than cutting it between a
 	// publish and its mark), so its context is not the stop signal.
 	ctx := context.Background()
@@ -377,8 +383,16 @@ func (r *Relay) observe(ctx context.Context, idle bool) {
 	if _, failed, err := r.cfg.Store.Failed(ctx, 0); err == nil {
 		r.metrics.failed.Set(float64(failed))
 	}
+	r.metrics.serving()
 }
 
+// relayMetrics are a relay's series. The counters are the process's: the relays on one registry
+// (two outbox tables, or a relay built again after a Stop) count into the ones registered first.
+// The gauges are this relay's last reading of its store (observe), served through a Merge the
+// relays of a registry share: the backlog and failed rows summed over the distinct stores of the
+// running relays, the oldest row's age the largest of theirs, and relays on one store read once.
+// A relay serves them from its first reading until it stops: a stopped relay's last reading is
+// not served as if current.
 type relayMetrics struct {
 	backlog     prometheus.Gauge
 	oldest      prometheus.Gauge
@@ -386,11 +400,20 @@ type relayMetrics struct {
 	failed      prometheus.Gauge
 	failedTotal prometheus.Counter
 
+	// gauges serves the gauges of the registry's running relays (nil without a registry); mine
+	// is this relay's member, under its store as key.
+	gauges *promreg.Merge
+	mine   prometheus.Collector
+	store  Store
+
 	mu   sync.Mutex
 	last time.Time
 }
 
-func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
+// newRelayMetrics makes a relay's metrics and registers them on reg (none when nil), all or
+// nothing: a registry that refuses one (another series under one of the names) is left as it
+// was, and the refusal is X_INVARIANT.
+func newRelayMetrics(reg prometheus.Registerer, st Store) (*relayMetrics, error) {
 	m := &relayMetrics{
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Name: "jobs_outbox_backlog",
 			Help: "Outbox rows staged and not yet published."}),
@@ -402,15 +425,36 @@ func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
 			Help: "Outbox rows set aside as failed (refused by the engine for good), waiting for an operator to requeue or drop them."}),
 		failedTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobs_outbox_failed_total",
 			Help: "Outbox rows this relay set aside as failed: the engine refused their publish with a terminal code."}),
+		store: st,
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.published, m.failed, m.failedTotal} {
-			if err := reg.Register(c); err != nil {
-				return m, jobs.Wrap(jobs.CodeInvariant, err, "outbox relay: register metrics")
-			}
-		}
+	m.mine = promreg.All(m.backlog, m.oldest, m.failed)
+	if reg == nil {
+		return m, nil
 	}
+	gauges := promreg.NewMerge(nil, m.mine, map[*prometheus.Desc]promreg.Rule{m.oldest.Desc(): promreg.Max})
+	g := promreg.New(reg)
+	promreg.RegisterMerge(g, &gauges)
+	promreg.Register(g, &m.published)
+	promreg.Register(g, &m.failedTotal)
+	if err := g.Err(); err != nil {
+		return nil, jobs.Wrap(jobs.CodeInvariant, err, "outbox relay: register metrics")
+	}
+	m.gauges = gauges
 	return m, nil
+}
+
+// serving makes this relay's gauges served, once it has read its store.
+func (m *relayMetrics) serving() {
+	if m.gauges != nil {
+		m.gauges.Join(m.store, m.mine)
+	}
+}
+
+// quiet stops serving this relay's gauges: it stopped.
+func (m *relayMetrics) quiet() {
+	if m.gauges != nil {
+		m.gauges.Leave(m.mine)
+	}
 }
 
 func (m *relayMetrics) due(now time.Time, idle bool) bool {

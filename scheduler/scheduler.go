@@ -31,6 +31,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/promreg"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -117,11 +118,31 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{cfg: cfg, eng: cfg.Engine, store: cfg.Engine.Store(), clock: cfg.Engine.Clock(),
 		log: cfg.Logger.With("scheduler", cfg.ID), compiled: map[string]*compiled{}, refused: map[string]bool{}}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(newCollector(s)); err != nil {
-			return nil, jobs.Wrap(jobs.CodeInvariant, err, "scheduler: register the metrics")
+		if err := registerMetrics(cfg.Registerer, s); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// registerMetrics serves s's metrics on reg. The schedulers of one engine on one registry (two
+// in a process, or one built again) share one collector, a Merge of theirs: the schedules' last
+// fire and missed occurrences, which each reads from the store, are served once;
+// jobs_scheduler_leader is the sum of theirs, 1 when one of them leads (the process is the node);
+// jobs_scheduler_clock_behind_total sums their pull-backs. Adopting the first scheduler's
+// collector instead would report the first one's lead whichever leads. A registry serving another
+// engine's schedulers, or another series under one of the names, refuses s with X_INVARIANT and
+// is left as it was.
+func registerMetrics(reg prometheus.Registerer, s *Scheduler) error {
+	c := newCollector(s)
+	m := promreg.NewMerge(s.eng, c, map[*prometheus.Desc]promreg.Rule{c.lastFire: promreg.Max, c.missed: promreg.Max})
+	g := promreg.New(reg)
+	promreg.RegisterMerge(g, &m)
+	if err := g.Err(); err != nil {
+		return jobs.Wrap(jobs.CodeInvariant, err, "scheduler: register the metrics")
+	}
+	m.Join(s, c)
+	return nil
 }
 
 func defaultID() string {
@@ -190,23 +211,46 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
+			// The round in flight goes on, and may renew the lease: the release is done once it
+			// ends, or the node would read as leading (jobs_scheduler_leader 1) with no loop left
+			// to lead, and hold the lease until it lapsed.
+			go func() {
+				<-done
+				rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Lease)
+				defer cancel()
+				if err := s.release(rctx, true); err != nil {
+					s.log.Warn("jobs.scheduler.release-failed", "err", err)
+				}
+			}()
 			return ctx.Err()
 		}
 	}
+	return s.release(ctx, false)
+}
+
+// release hands the lease back when this node leads, and stops it reading as leading. unlessStarted
+// leaves it to a Start since (the release after a Stop that ran out of time).
+func (s *Scheduler) release(ctx context.Context, unlessStarted bool) error {
 	// Hold the round lock: a Tick from elsewhere must not re-acquire after the release.
 	s.round.Lock()
 	defer s.round.Unlock()
-	if s.Leading() {
-		// Not setLeading: a clean stop hands the lease back, which "released" says; "demoted" is
-		// a warning for a leader that lost its lease.
-		s.mu.Lock()
-		s.leading = false
+	s.mu.Lock()
+	if unlessStarted && s.started {
 		s.mu.Unlock()
-		if err := s.store.LeaderRelease(ctx, Role, s.cfg.ID); err != nil {
-			return err
-		}
-		s.log.Info("jobs.scheduler.released")
+		return nil
 	}
+	// Not setLeading: a clean stop hands the lease back, which "released" says; "demoted" is a
+	// warning for a leader that lost its lease.
+	leading := s.leading
+	s.leading = false
+	s.mu.Unlock()
+	if !leading {
+		return nil
+	}
+	if err := s.store.LeaderRelease(ctx, Role, s.cfg.ID); err != nil {
+		return err
+	}
+	s.log.Info("jobs.scheduler.released")
 	return nil
 }
 

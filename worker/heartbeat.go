@@ -189,8 +189,13 @@ func (w *Worker) checkLost(lease time.Duration) {
 }
 
 // lost aborts a run whose lease is gone: the engine is free to hand it to another worker, so this
-// one must stop writing. Called with w.mu held.
+// one must stop writing. Called with w.mu held. A claim already lost is lost once: a renewal sent
+// before checkLost declared the loss may be refused after it, and one loss is one count in
+// job_leases_lost_total and one line, not two.
 func (w *Worker) lost(h *held, cause *jobs.Error) {
+	if h.lost {
+		return
+	}
 	h.lost = true
 	w.log.Error("jobs.lease.lost", "run", h.runID, "queue", h.queue, "err", cause)
 	w.metrics.leasesLost.WithLabelValues(h.queue).Inc()

@@ -1,12 +1,10 @@
 package worker
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/internal/promreg"
 )
 
 var workerSource = prometheus.Labels{"source": "worker"}
@@ -41,50 +39,16 @@ func registerMetrics(reg prometheus.Registerer) (metrics, error) {
 		handedBack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: jobs.MetricClaimsHandedBack,
 			Help: jobs.MetricClaimsHandedBackHelp, ConstLabels: workerSource}, []string{"queue", "reason"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var added []prometheus.Collector
-	err := register(reg, &m.leasesLost, &added)
-	if err == nil {
-		err = register(reg, &m.jobsTotal, &added)
-	}
-	if err == nil {
-		err = register(reg, &m.resumed, &added)
-	}
-	if err == nil {
-		err = register(reg, &m.replayed, &added)
-	}
-	if err == nil {
-		err = register(reg, &m.handedBack, &added)
-	}
-	if err != nil {
-		for _, c := range added {
-			reg.Unregister(c)
-		}
+	g := promreg.New(reg)
+	promreg.Register(g, &m.leasesLost)
+	promreg.Register(g, &m.jobsTotal)
+	promreg.Register(g, &m.resumed)
+	promreg.Register(g, &m.replayed)
+	promreg.Register(g, &m.handedBack)
+	if err := g.Err(); err != nil {
 		return metrics{}, jobs.Wrap(jobs.CodeInvariant, err, "worker: register the metrics")
 	}
 	return m, nil
-}
-
-// register registers *c with reg, or points *c at the collector already registered in its place,
-// and appends to added what it registered.
-func register[C prometheus.Collector](reg prometheus.Registerer, c *C, added *[]prometheus.Collector) error {
-	err := reg.Register(*c)
-	if err == nil {
-		*added = append(*added, *c)
-		return nil
-	}
-	var already prometheus.AlreadyRegisteredError
-	if !errors.As(err, &already) {
-		return err
-	}
-	existing, ok := already.ExistingCollector.(C)
-	if !ok {
-		return fmt.Errorf("a %T is registered in place of the worker's %T", already.ExistingCollector, *c)
-	}
-	*c = existing
-	return nil
 }
 
 func (m metrics) done(queue, outcome string) { m.jobsTotal.WithLabelValues(queue, outcome).Inc() }

@@ -512,7 +512,8 @@ func (w *Worker) handle(t frontend.Task, s *slot, over bool) {
 	}
 	switch o.Kind {
 	case replay.Completed:
-		if err := w.finalize(rec, log, frontend.Command{Kind: frontend.CmdComplete, Output: o.Result}); refusedAsSent(err) {
+		err := w.finalize(rec, log, frontend.Command{Kind: frontend.CmdComplete, Output: o.Result})
+		if refusedAsSent(err) {
 			// The engine refused the result itself (over its payload limit, say): the same code
 			// returns the same result, so left at that the lease would lapse and the run be
 			// handed back, to be refused again, forever. The attempt fails with the refusal
@@ -521,13 +522,13 @@ func (w *Worker) handle(t frontend.Task, s *slot, over bool) {
 			w.fail(rec, log, cfg, t, err, "")
 			break
 		}
-		w.metrics.done(t.Queue, "completed")
+		w.ended(rec, "completed", err)
 	case replay.Failed:
 		w.fail(rec, log, cfg, t, o.Err, o.Step)
 	case replay.Blocked:
 		log.get().Error("jobs.run.blocked", "err", o.Err)
-		w.finalize(rec, log, frontend.Command{Kind: frontend.CmdBlock, Code: string(jobs.CodeOf(o.Err)), Error: o.Err.Error()})
-		w.metrics.done(t.Queue, "blocked")
+		err := w.finalize(rec, log, frontend.Command{Kind: frontend.CmdBlock, Code: string(jobs.CodeOf(o.Err)), Error: o.Err.Error()})
+		w.ended(rec, "blocked", err)
 	case replay.Suspended:
 		if o.Parked && w.cache != nil {
 			p := &parked{ex: ex}
@@ -648,7 +649,8 @@ func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Ta
 	}
 	log.get().Log(context.Background(), level, "jobs.attempt.failed", "code", cmd.Code, "class", d.Class,
 		"step", step, "stop", d.Stop, "retry_in", d.RetryIn, "err", cause)
-	if err := w.finalize(rec, log, cmd); d.Stop == "" && refusedAsSent(err) {
+	err := w.finalize(rec, log, cmd)
+	if d.Stop == "" && refusedAsSent(err) {
 		// The engine refused the retry as sent (its time out of the engine's bounds, say, from
 		// a clock far off the engine's). Left at that, the claim's lease lapses and the engine
 		// hands the attempt back unspent, to fail and be refused again, forever. The failure is
@@ -660,13 +662,43 @@ func (w *Worker) fail(rec *recorder, log *runLog, cfg jobs.Config, t frontend.Ta
 		cmd.Error = verdict.Terminal(fmt.Sprintf("%s; the engine refused its retry: %s", cause.Error(), err),
 			t.Attempt, cfg.Retry.Attempts, cmd.Code)
 		log.get().Error("jobs.attempt.retry_refused", "code", jobs.CodeOf(cause), "step", step, "stop", d.Stop, "err", err)
-		_ = w.finalize(rec, log, cmd)
+		err = w.finalize(rec, log, cmd)
 	}
 	if d.Stop != "" {
-		w.metrics.done(t.Queue, "failed")
+		w.ended(rec, "failed", err)
 	} else {
-		w.metrics.done(t.Queue, "retried")
+		w.ended(rec, "retried", err)
 	}
+}
+
+// ended counts a claim's final record as the engine answered it, in the outcomes jobs_total
+// documents: the record's own outcome when it landed (err nil); cancelled when the engine refused
+// it because the run was cancelled meanwhile (X_ABORTED: the heartbeat had not told this worker
+// yet); a lost lease (job_leases_lost_total) when it refused it because the claim is no longer
+// this worker's (X_JOB_LEASE_LOST: the run is another claim's, and may complete there); and
+// nothing when the answer says nothing of the run (the engine unreachable, a commit whose outcome
+// is unknown) or the worker gave up on an engine it could not reach (send counted a lost lease
+// then), which the engine's own count (source="engine") settles. A refused record counted under
+// its outcome was a run counted completed that the engine cancelled, or completed twice.
+func (w *Worker) ended(rec *recorder, outcome string, err error) {
+	switch {
+	case err == nil:
+		w.metrics.done(rec.queue, outcome)
+	case rec.gaveUp(err):
+	case jobs.HasCode(err, jobs.CodeAborted):
+		w.metrics.done(rec.queue, "cancelled")
+	case jobs.HasCode(err, jobs.CodeJobLeaseLost):
+		w.metrics.leasesLost.WithLabelValues(rec.queue).Inc()
+	}
+}
+
+// gaveUp reports whether err, the error of the claim's final record, may be send's own verdict
+// after the engine stayed unreachable (resend.go, holds: the worker stopped, or no renewal landed
+// for a whole lease) rather than the engine's refusal. Both conditions still hold once send has
+// returned, so one that does not hold now was not send's.
+func (r *recorder) gaveUp(err error) bool {
+	stop := r.holds(true)
+	return stop != nil && stop.Code == jobs.CodeOf(err)
 }
 
 // refusedAsSent reports whether the engine refused a record for what its commands hold (a value
