@@ -74,6 +74,7 @@ const (
 	CodeBackfillMigrationPending Code = "X_BACKFILL_MIGRATION_PENDING"
 	CodeBackfillApplied          Code = "X_BACKFILL_APPLIED"
 	CodeBackfillPending          Code = "X_BACKFILL_PENDING"
+	CodeBackfillLive             Code = "X_BACKFILL_LIVE"
 	CodeOutboxNoTx               Code = "X_OUTBOX_NO_TX"
 	// Child runs.
 	CodeChildFailed Code = "X_CHILD_FAILED"
@@ -148,6 +149,7 @@ var codeTable = []CodeInfo{
 	{CodeBackfillMigrationPending, Retryable, "a backfill requires a migration the application's migrations ledger does not show as applied yet"},
 	{CodeBackfillApplied, Terminal, "a backfill already completed under this name; sweeping again needs force, into a new ledger row"},
 	{CodeBackfillPending, Terminal, "declared backfills have not been swept in this environment (pending or failed)"},
+	{CodeBackfillLive, Terminal, "another pass of this backfill (for this tenant) is live, enqueued under another key; one pass sweeps at a time, and this one swept nothing"},
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},

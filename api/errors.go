@@ -53,6 +53,7 @@ var statusByCode = map[jobs.Code]int{
 	jobs.CodeJobTenantMismatch:        http.StatusConflict,
 	jobs.CodeJobConcurrencyUnenforced: http.StatusConflict,
 	jobs.CodeBackfillApplied:          http.StatusConflict,
+	jobs.CodeBackfillLive:             http.StatusConflict,
 	jobs.CodeBackfillEnvironment:      http.StatusConflict,
 	jobs.CodeBackfillMigrationPending: http.StatusConflict,
 	jobs.CodeBackfillStalled:          http.StatusConflict,

@@ -29,6 +29,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/clock"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/freetext"
 )
 
 // Defaults of the optional declarations.
@@ -68,8 +69,19 @@ type Result struct {
 // Checkpoint is a page step's recorded output: where the pass stands after the page.
 type Checkpoint struct {
 	Cursor Cursor `json:"cursor"`
-	Rows   int64  `json:"rows"`
-	Done   bool   `json:"done,omitempty"`
+	// Zones keeps the zone of each time in Cursor that is not UTC (the codec keeps a time's
+	// instant only), so the next page is asked after the cursor as the source returned it. A
+	// checkpoint recorded without it reads its times in UTC.
+	Zones []CursorZone `json:"zones,omitempty"`
+	Rows  int64        `json:"rows"`
+	Done  bool         `json:"done,omitempty"`
+}
+
+// LedgerCursor is the cursor text a ledger row shows for cp, as a checkpoint's codec read it
+// back: its times in their zones, cut as the pass cuts it. The engine rewinds a row to it when a
+// retry from an earlier page discards the pages recorded since.
+func (cp Checkpoint) LedgerCursor() string {
+	return cursorText(withZones(normalDecoded(cp.Cursor), cp.Zones))
 }
 
 // Batch is what a handler gets: the page's rows. It gets no way to declare steps: a step named
@@ -121,16 +133,27 @@ func BatchSize(n int) Option {
 
 // Rate sets the pace in batches per second (fractions allowed: 0.5 is a page every two seconds).
 // Default 5. There is no way off: a rate above what the pages achieve produces no wait, so a fast
-// sweep is a high number. NaN, infinite, zero and negative rates are refused.
+// sweep is a high number. NaN, infinite, zero and negative rates are refused, and so is a rate so
+// low that its interval between pages is longer than a time.Duration holds (a page in more than
+// about 292 years): the interval would overflow to a negative one, and the pass would run
+// unthrottled.
 func Rate(perSecond float64) Option {
 	return func(c *config) error {
 		if math.IsNaN(perSecond) || math.IsInf(perSecond, 0) || perSecond <= 0 {
 			return jobs.Errorf(jobs.CodeJobDefinition, "rate must be a finite number of batches per second above 0, got %v", perSecond)
 		}
+		if !(float64(time.Second)/perSecond < float64(math.MaxInt64)) {
+			return jobs.Errorf(jobs.CodeJobDefinition, "rate %v is a page every %.0f years, longer than a pause can last: it must be above %.4g batches per second",
+				perSecond, 1/perSecond/(365.25*24*3600), minRate)
+		}
 		c.rate = perSecond
 		return nil
 	}
 }
+
+// minRate is one page per time.Duration's longest span (about 292 years): Rate refuses it and
+// any lower rate, whose interval would overflow.
+const minRate = float64(time.Second) / float64(math.MaxInt64)
 
 // Requires names a migration the backfill waits on. The CLI checks it against the application's
 // migrations ledger before enqueueing; with Migrations, the pass checks it too.
@@ -380,7 +403,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 					return Checkpoint{}, err
 				}
 				if len(rows) == 0 {
-					return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
+					return Checkpoint{Cursor: cp.Cursor, Zones: cp.Zones, Rows: cp.Rows, Done: true}, nil
 				}
 				return b.after(c, ahead, i, cp, rows, cursor, began, interval, tenant)
 			}
@@ -399,7 +422,7 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 				return Checkpoint{}, err
 			}
 			if len(rows) == 0 {
-				return Checkpoint{Cursor: cp.Cursor, Rows: cp.Rows, Done: true}, nil
+				return Checkpoint{Cursor: cp.Cursor, Zones: cp.Zones, Rows: cp.Rows, Done: true}, nil
 			}
 			if cursor, err = b.checkCursor(req.After, len(rows), cursor); err != nil {
 				return Checkpoint{}, err
@@ -415,10 +438,10 @@ func (b *Backfill[Row]) pass(c *jobs.Ctx, in Input) (Result, error) {
 			return res, err
 		}
 		cp = next
-		// The step's result is its record's, decoded (live as replayed): normalised, the cursor
-		// is the one the page recorded, with the same types (normalCursor), equal to the one a
-		// page read ahead was asked after.
-		cp.Cursor = normalDecoded(cp.Cursor)
+		// The step's result is its record's, decoded (live as replayed): normalised, and its
+		// times back in their zones, the cursor is the one the page recorded, with the same
+		// types (normalCursor), equal to the one a page read ahead was asked after.
+		cp.Cursor = withZones(normalDecoded(cp.Cursor), cp.Zones)
 		res.Batches, res.Rows = int64(i+1), cp.Rows
 		if live {
 			lastLive = clk.Now()
@@ -513,7 +536,7 @@ func (b *Backfill[Row]) after(c *jobs.Ctx, ahead *readAhead[Row], i int, cp Chec
 			ahead.start(c, i+1, req, b.source)
 		}
 	}
-	return Checkpoint{Cursor: cursor, Rows: cp.Rows + int64(len(rows)), Done: done}, nil
+	return Checkpoint{Cursor: cursor, Zones: zonesOf(cursor), Rows: cp.Rows + int64(len(rows)), Done: done}, nil
 }
 
 // readAhead is the next page, read (and with OverlapCheckpoints handled) while the current
@@ -682,15 +705,30 @@ func pause(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	}
 }
 
+// cursorText is the ledger's cursor: the cursor as JSON text, for people, cut to
+// MaxCursorText bytes. A source whose key is a long text (a URL, an object-store path) returns a
+// cursor longer than the ledger keeps, and the row is a report: a cut cursor still says where
+// the pass stands, where a refused one left the whole report (the rows and batches too) unsaid.
 func cursorText(c Cursor) string {
 	if c == nil {
 		return ""
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Sprint([]any(c))
+		return CutCursorText(fmt.Sprint([]any(c)))
 	}
-	return string(b)
+	return CutCursorText(string(b))
+}
+
+// MaxCursorText is the most bytes of a ledger row's cursor text, the cut's "…" included.
+const MaxCursorText = 1000
+
+// CutCursorText cuts a ledger cursor's text to MaxCursorText bytes on a rune boundary, ending in
+// "…" when it cut (and makes it storable: invalid UTF-8 and NUL are replaced). The pass cuts its
+// cursor with it, and the engine cuts what a report sends again, so a report from any worker is
+// kept rather than refused.
+func CutCursorText(s string) string {
+	return freetext.Cut(s, MaxCursorText-len("…"))
 }
 
 // ledger is a pass's view of its ledger row. Every write is a report: one that fails is logged
@@ -720,6 +758,12 @@ func openLedger(c *jobs.Ctx, d Declaration, tenant string, force bool, appVersio
 	})
 	switch {
 	case jobs.HasCode(err, jobs.CodeJobLeaseLost), jobs.HasCode(err, jobs.CodeAborted):
+		return nil, err
+	case jobs.HasCode(err, jobs.CodeBackfillLive):
+		// Another pass of this backfill (for this tenant) is live, enqueued under another key (a
+		// schedule's, a manual trigger's): two passes would sweep the same rows at once. Terminal,
+		// and not a reason to sweep without a row like the other refusals: it is the sweep that
+		// is refused.
 		return nil, err
 	case err != nil && jobs.ClassOf(jobs.CodeOf(err)) != jobs.Terminal:
 		// The ledger is there but failing: this attempt fails and is retried, rather than

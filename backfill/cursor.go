@@ -3,6 +3,7 @@ package backfill
 import (
 	"math"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -14,6 +15,12 @@ import (
 // either way (Cursor) and a source that breaks only after a crash cannot be written. An empty
 // cursor is nil. A cursor the codec cannot encode fails here, on the page that returned it, rather
 // than at its checkpoint.
+//
+// A time keeps its zone: msgpack keeps only its instant, so the checkpoint records the zone of
+// each time in the cursor that is not UTC beside it (Checkpoint.Zones, zonesOf) and the pass puts
+// it back (withZones). A driver that binds a time as text in the value's own zone (modernc's
+// SQLite) compares that text with the table's, and a cursor handed back in another zone than the
+// source returned it in skipped rows silently.
 func normalCursor(c Cursor) (Cursor, error) {
 	if len(c) == 0 {
 		return nil, nil
@@ -26,7 +33,71 @@ func normalCursor(c Cursor) (Cursor, error) {
 	if err := jobs.Decode(b, &out); err != nil {
 		return nil, err
 	}
-	return normalDecoded(out), nil
+	return withZones(normalDecoded(out), zonesOf(c)), nil
+}
+
+// CursorZone is the zone a time in a cursor was returned in, when not UTC: what a checkpoint
+// keeps beside its cursor, whose codec keeps a time's instant only.
+type CursorZone struct {
+	// Index is the time's place in the cursor.
+	Index int `json:"i"`
+	// Name is the zone's abbreviation at that instant ("EST"; "" for an unnamed offset).
+	Name string `json:"name,omitempty"`
+	// Offset is the zone's offset east of UTC at that instant, in seconds.
+	Offset int `json:"offset"`
+}
+
+// zonesOf lists the zone of each time at the top of c that is not in UTC. A time nested in a
+// slice or a map is read back in UTC: the keyset sources bind the cursor's own values.
+func zonesOf(c Cursor) []CursorZone {
+	var out []CursorZone
+	for i, v := range c {
+		var t time.Time
+		switch x := v.(type) {
+		case time.Time:
+			t = x
+		case *time.Time:
+			if x == nil {
+				continue
+			}
+			t = *x
+		default:
+			continue
+		}
+		if name, off := t.Zone(); off != 0 || name != "UTC" {
+			out = append(out, CursorZone{Index: i, Name: name, Offset: off})
+		}
+	}
+	return out
+}
+
+// withZones puts each time of c (decoded, so in UTC) back in the zone zs records for it: a fixed
+// zone of the same name and offset, which formats that instant exactly as the zone it was
+// returned in did. A checkpoint recorded before zones were kept has none, and its times stay in
+// UTC, as they were read then. c is changed in place and returned.
+func withZones(c Cursor, zs []CursorZone) Cursor {
+	for _, z := range zs {
+		if z.Index < 0 || z.Index >= len(c) {
+			continue
+		}
+		if t, ok := c[z.Index].(time.Time); ok {
+			c[z.Index] = t.In(fixedZone(z.Name, z.Offset))
+		}
+	}
+	return c
+}
+
+// zones caches the fixed zones withZones made, so a page's cursor reuses its predecessor's
+// location (and a page read ahead compares equal to the cursor it was asked after).
+var zones sync.Map // CursorZone{Name, Offset} → *time.Location
+
+func fixedZone(name string, offset int) *time.Location {
+	k := CursorZone{Name: name, Offset: offset}
+	if l, ok := zones.Load(k); ok {
+		return l.(*time.Location)
+	}
+	l, _ := zones.LoadOrStore(k, time.FixedZone(name, offset))
+	return l.(*time.Location)
 }
 
 // normalDecoded normalises a cursor decoded from a checkpoint (a replayed page) into a new
@@ -43,8 +114,8 @@ func normalDecoded(c Cursor) Cursor {
 }
 
 // normalValue maps a decoded value to its stable type: integers to int64 (a uint64 above
-// math.MaxInt64 stays one), floats to float64, times to UTC; slices and maps are copied with
-// their values normalised.
+// math.MaxInt64 stays one), floats to float64, times to UTC (withZones then puts a cursor's times
+// back in their zones); slices and maps are copied with their values normalised.
 func normalValue(v any) any {
 	switch x := v.(type) {
 	case int8:

@@ -38,6 +38,11 @@ func TestDefineRefusesAtDeclaration(t *testing.T) {
 		{"rate -Inf", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(math.Inf(-1))}, jobs.CodeJobDefinition},
 		{"rate 0", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(0)}, jobs.CodeJobDefinition},
 		{"rate negative", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(-1)}, jobs.CodeJobDefinition},
+		// A page in more than ~292 years: the interval overflows time.Duration (to a negative
+		// one on amd64), and the pass would run unthrottled.
+		{"rate 1e-11", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(1e-11)}, jobs.CodeJobDefinition},
+		{"rate smallest positive", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(math.SmallestNonzeroFloat64)}, jobs.CodeJobDefinition},
+		{"rate at the interval's limit", "x", backfill.AllTenants(), []backfill.Option{backfill.Rate(float64(time.Second) / float64(math.MaxInt64))}, jobs.CodeJobDefinition},
 		{"empty environment", "x", backfill.AllTenants(), []backfill.Option{backfill.Environments("production", "")}, jobs.CodeJobDefinition},
 		{"no environments", "x", backfill.AllTenants(), []backfill.Option{backfill.Environments()}, jobs.CodeJobDefinition},
 		{"empty requires", "x", backfill.AllTenants(), []backfill.Option{backfill.Requires("")}, jobs.CodeJobDefinition},
@@ -55,6 +60,10 @@ func TestDefineRefusesAtDeclaration(t *testing.T) {
 	b, err := backfill.Define("fractional", backfill.AllTenants(), nopSource(), nopHandle, backfill.Rate(0.5))
 	if err != nil || b.Declaration().Rate != 0.5 || b.Declaration().Batch != backfill.DefaultBatch {
 		t.Fatalf("a fractional rate: %v, %+v", err, b.Declaration())
+	}
+	// The lowest rate a pause can hold is taken: a page every ~290 years.
+	if _, err := backfill.Define("glacial", backfill.AllTenants(), nopSource(), nopHandle, backfill.Rate(1.1e-10)); err != nil {
+		t.Fatalf("a rate whose interval fits a time.Duration: %v", err)
 	}
 	d, _ := backfill.Define("defaults", backfill.AllTenants(), nopSource(), nopHandle)
 	if d.Declaration().Rate != backfill.DefaultRate || d.Declaration().Batch != 1000 {
@@ -285,12 +294,21 @@ func TestETAIsClampedAndUnknownWithoutARate(t *testing.T) {
 
 func TestParseCount(t *testing.T) {
 	t.Parallel()
-	for _, v := range []any{int64(3), 3, int32(3), uint32(3), float64(3), []byte("3"), "3"} {
+	for _, v := range []any{int64(3), 3, int32(3), int16(3), int8(3), uint(3), uint64(3), uint32(3), uint16(3), uint8(3),
+		float64(3), float32(3), []byte("3"), "3"} {
 		if n, err := backfill.ParseCount(v); err != nil || n != 3 {
 			t.Errorf("ParseCount(%#v) = %d, %v", v, n, err)
 		}
 	}
-	for _, v := range []any{int64(-1), math.NaN(), 1.5, -2.0, math.Inf(1), "x", []byte("1.5"), nil, true} {
+	// An integer type carries its value exactly: a uint64 is read up to MaxInt64, as an int64 is
+	// (only a float64 stops at 2^53, past which it holds no integer exactly).
+	for _, v := range []any{uint64(1 << 60), int64(1 << 60), uint64(math.MaxInt64), uint(math.MaxInt64)} {
+		if n, err := backfill.ParseCount(v); err != nil || uint64(n) != reflect.ValueOf(v).Convert(reflect.TypeFor[uint64]()).Uint() {
+			t.Errorf("ParseCount(%T %v) = %d, %v", v, v, n, err)
+		}
+	}
+	for _, v := range []any{int64(-1), math.NaN(), 1.5, -2.0, math.Inf(1), "x", []byte("1.5"), nil, true,
+		uint64(math.MaxInt64) + 1, uint(math.MaxUint), float64(1 << 60)} {
 		if _, err := backfill.ParseCount(v); !jobs.HasCode(err, jobs.CodeInvariant) {
 			t.Errorf("ParseCount(%#v) = %v; want X_INVARIANT", v, err)
 		}

@@ -75,7 +75,6 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 			"negative rows": {Claim: claim, Rows: -1, Batches: 2},
 			"stale fence":   {Claim: frontend.Claim{RunID: res.RunID, Fence: claim.Fence - 1, WorkerID: "w", LeaseToken: claim.LeaseToken}, Rows: 9, Batches: 2},
 			"no token":      {Claim: frontend.Claim{RunID: res.RunID, Fence: claim.Fence, WorkerID: "w"}, Rows: 9, Batches: 2},
-			"NUL cursor":    {Claim: claim, Rows: 9, Batches: 2, Cursor: "\x00"},
 		} {
 			if err := report(r); err == nil || jobs.CodeOf(err) == "" {
 				t.Errorf("%s: %v; want a refusal with a code", name, err)
@@ -85,14 +84,23 @@ func TestLedgerCallsRefuseAnyoneButTheClaimHolder(t *testing.T) {
 		if len(rows) != 1 || rows[0].Rows != 7 || rows[0].Cursor != "[7]" || rows[0].Status != "running" {
 			t.Fatalf("after refused reports: %+v; want 7 rows, cursor [7]", rows)
 		}
+		// The cursor is text for people: one a store cannot keep (a NUL) or longer than the
+		// ledger keeps is made storable and cut, never a reason to refuse the report.
+		if err := report(frontend.BackfillReportRequest{Claim: claim, Rows: 8, Batches: 2, Cursor: "\x00" + strings.Repeat("k", 1500)}); err != nil {
+			t.Fatalf("a report with a NUL and a 1,501-byte cursor: %v; want it kept", err)
+		}
+		rows = ledger(t, env, "guarded")
+		if c := rows[0].Cursor; rows[0].Rows != 8 || len(c) > backfill.MaxCursorText || !strings.HasPrefix(c, "\uFFFDkkk") || !strings.HasSuffix(c, "k…") {
+			t.Fatalf("after a long cursor: %d rows, cursor %d bytes %.12q…; want 8 rows and the cursor cleaned and cut", rows[0].Rows, len(c), c)
+		}
 		if _, err := env.Engine.Cancel(ctx, res.RunID, "test"); err != nil {
 			t.Fatal(err)
 		}
 		if err := report(frontend.BackfillReportRequest{Claim: claim, Rows: 9, Batches: 2}); !jobs.HasCode(err, jobs.CodeAborted) {
 			t.Fatalf("report on a cancelled run: %v; want X_ABORTED", err)
 		}
-		if rows := ledger(t, env, "guarded"); rows[0].Status != backfill.StatusFailed || rows[0].Rows != 7 {
-			t.Fatalf("a cancelled pass's row reads %+v; want failed (from its run) at 7 rows", rows[0])
+		if rows := ledger(t, env, "guarded"); rows[0].Status != backfill.StatusFailed || rows[0].Rows != 8 {
+			t.Fatalf("a cancelled pass's row reads %+v; want failed (from its run) at 8 rows", rows[0])
 		}
 	})
 }

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"github.com/ultimat3/jobs"
@@ -20,7 +21,12 @@ import (
 //   - every integer (int, int8 … int64, uint … uint64, and named integer types) is an int64, or a
 //     uint64 when it is above math.MaxInt64;
 //   - a float32 or float64 is a float64;
-//   - a time.Time is in UTC, to the nanosecond (no monotonic reading);
+//   - a time.Time is to the nanosecond (no monotonic reading), in the zone the source returned
+//     it in: the checkpoint keeps that zone's name and offset beside the cursor (Checkpoint.Zones),
+//     and the time reads back in a fixed zone of the same name and offset, which formats it as
+//     the source's zone did. A driver that binds a time as text in its own zone (modernc's SQLite)
+//     so compares it as the source returned it. A checkpoint recorded without zones (an earlier
+//     release) reads its times in UTC, and so does a time nested in a slice or a map;
 //   - a string, or a named string type, is a string;
 //   - a []byte or a byte array ([16]byte, a UUID) is a []byte;
 //   - a bool is a bool, and nil is nil;
@@ -108,11 +114,19 @@ func ParseCount(v any) (int64, error) {
 	case int8:
 		n = int64(x)
 	case uint64:
-		if x > 1<<53 {
+		// Bounded where int64 is, not at 2^53: an integer type carries its value exactly (only a
+		// float64 loses integers past 2^53).
+		if x > math.MaxInt64 {
 			return 0, jobs.Errorf(jobs.CodeInvariant, "count %d is out of range", x)
 		}
 		n = int64(x)
+	case uint:
+		return ParseCount(uint64(x))
 	case uint32:
+		n = int64(x)
+	case uint16:
+		n = int64(x)
+	case uint8:
 		n = int64(x)
 	case float64:
 		if x != x || x < 0 || x > 1<<53 || x != float64(int64(x)) {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +61,17 @@ func (e *Engine) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequ
 			return resp, nil
 		}
 	}
+	// One live pass per (name, tenant), whatever key its run was enqueued under. The backfill's
+	// own key (Declaration.Key) makes a second enqueue the live pass, but a schedule's run is keyed
+	// schedule@occurrence, a manual trigger's @manual@, and the CLI takes --key: each of those
+	// started a second pass beside the live one, over the same rows. A pass whose run is not the
+	// live one is refused here, before it writes a row. A key mismatch alone is no reason: a
+	// schedule firing a backfill while no pass is live is the way to run one nightly.
+	if other, ok, err := e.otherLivePass(ctx, scope, req.RunID, false); err != nil {
+		return resp, err
+	} else if ok {
+		return resp, livePassTaken(req.Name, run, other)
+	}
 	newest := scope
 	newest.Limit = 1
 	prev, err := e.store.BackfillList(ctx, newest)
@@ -71,12 +84,112 @@ func (e *Engine) BackfillOpen(ctx context.Context, req frontend.BackfillOpenRequ
 	if err != nil {
 		return resp, err
 	}
+	if !adopted {
+		// Two passes opening at once may both have found none live above. Each looks again once
+		// its row is in: one that finds another running row of a live run gives way, and its row
+		// says why. So at most one of them sweeps (should both look before either gives way,
+		// both are refused, and the next enqueue sweeps).
+		if other, ok, err := e.otherLivePass(ctx, scope, req.RunID, true); err != nil {
+			return resp, err
+		} else if ok {
+			refused := livePassTaken(req.Name, run, other)
+			if err := e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: store.BackfillProgress{RunID: req.RunID, Now: now},
+				Status: store.BackfillFailed, Error: refused.Error()}); err != nil {
+				// Read failed anyway once its run has failed with the refusal (InspectBackfills).
+				e.log.Warn("jobs.backfill.settle-failed", "backfill", req.Name, "run", req.RunID, "err", err)
+			}
+			return resp, refused
+		}
+	}
+	if adopted && row.Status == store.BackfillRunning && row.Batches > 0 {
+		row = e.rewindToReplay(ctx, row, now)
+	}
 	resp.Row, resp.Adopted = rowOf(row), adopted
 	if !adopted && len(prev) == 1 && prev[0].Checksum != req.Checksum {
 		// A moved checksum warns, never refuses.
 		resp.PreviousChecksum = prev[0].Checksum
 	}
 	return resp, nil
+}
+
+// livePassScan bounds the failed rows otherLivePass looks at: a pass whose attempt failed and
+// waits for its retry is among the newest rows of its scope, since no pass opens beside it.
+const livePassScan = 100
+
+// otherLivePass answers another pass of scope whose run is live (not finished): a row running,
+// or (unless runningOnly) failed by an attempt whose run waits for its retry, among the newest
+// livePassScan failed rows. A run blocked on a replay that diverged is live too: it waits for a
+// retry, and holds its key.
+func (e *Engine) otherLivePass(ctx context.Context, scope store.BackfillFilter, runID string, runningOnly bool) (store.Run, bool, error) {
+	statuses := []string{store.BackfillRunning, store.BackfillFailed}
+	if runningOnly {
+		statuses = statuses[:1]
+	}
+	for _, status := range statuses {
+		q := scope
+		q.Status, q.Limit = status, livePassScan
+		if status == store.BackfillRunning {
+			q.Limit = maxLedgerScan
+		}
+		rows, err := e.store.BackfillList(ctx, q)
+		if err != nil {
+			return store.Run{}, false, err
+		}
+		for _, r := range rows {
+			if r.RunID == runID {
+				continue
+			}
+			run, err := e.store.RunGet(ctx, r.RunID)
+			switch {
+			case jobs.HasCode(err, jobs.CodeRunNotFound):
+				continue // retention deleted it: long finished
+			case err != nil:
+				return store.Run{}, false, err
+			case !run.State.Finished():
+				return run, true, nil
+			}
+		}
+	}
+	return store.Run{}, false, nil
+}
+
+// livePassTaken is the refusal of a pass whose backfill (for its tenant) has another live pass.
+func livePassTaken(name string, run, live store.Run) error {
+	scope := ""
+	if run.Tenant != "" {
+		scope = fmt.Sprintf(" for tenant %q", run.Tenant)
+	}
+	return jobs.Errorf(jobs.CodeBackfillLive, "backfill %q already has a live pass%s: run %s (key %q, %s). One pass of a backfill sweeps at a time "+
+		"per tenant, whatever key its run was enqueued under, so this run (key %q) is refused: wait for that pass, or cancel it, and enqueue again",
+		name, scope, live.ID, live.Key, live.State, run.Key)
+}
+
+// rewindToReplay sets an adopted running row back to the pages its run's history holds, when it
+// counts more: a retry from an earlier page (RetryRequest.FromStep) discards the pages recorded
+// since and sweeps them again, and the row kept the discarded sweep's counts, which no later
+// report could lower (the ledger never moves a row to fewer batches), so it showed the old sweep
+// to the end. Rows and cursor come from the last page kept; when its checkpoint cannot be read
+// here (a codec sealed it), only the batches go back, and the pass's first live page reports the
+// rest. It answers the row as written; a failure is logged and changes nothing.
+func (e *Engine) rewindToReplay(ctx context.Context, r store.Backfill, now time.Time) store.Backfill {
+	batches, last, err := e.replayedPages(ctx, r.RunID)
+	if err != nil || batches >= r.Batches {
+		return r
+	}
+	p := store.BackfillProgress{RunID: r.RunID, Rows: r.Rows, Batches: batches, Cursor: r.Cursor, Now: now, Rewind: true}
+	var cp backfill.Checkpoint
+	switch {
+	case batches == 0:
+		p.Rows, p.Cursor = 0, ""
+	case jobs.Decode(last, &cp) == nil:
+		p.Rows, p.Cursor = cp.Rows, cp.LedgerCursor()
+	}
+	if err := e.store.BackfillUpdate(ctx, p); err != nil {
+		e.log.Warn("jobs.backfill.rewind-failed", "backfill", r.Name, "run", r.RunID, "err", err)
+		return r
+	}
+	r.Rows, r.Batches, r.Cursor, r.UpdatedAt = p.Rows, p.Batches, p.Cursor, now
+	return r
 }
 
 // BackfillReport implements frontend.Backfills.
@@ -89,11 +202,9 @@ func (e *Engine) BackfillReport(ctx context.Context, req frontend.BackfillReport
 	if req.Rows < 0 || req.Batches < 0 {
 		return jobs.Errorf(jobs.CodeBadRequest, "backfill report: rows and batches must not be negative")
 	}
-	for field, v := range map[string]string{"cursor": req.Cursor} {
-		if err := jobs.ValidIdentifier(field, v); err != nil {
-			return err
-		}
-	}
+	// The cursor is text for people: cut, never a reason to refuse the report. Refused, a pass
+	// whose key is a long text (a URL, an object-store path) left its row at 0 rows for good.
+	req.Cursor = backfill.CutCursorText(req.Cursor)
 	req.Error = freetext.Cut(req.Error, 10_000) // a byte cut could split a rune, which Postgres refuses
 	if run, err := e.checkClaim(ctx, req.Claim, ""); err != nil {
 		if !jobs.HasCode(err, jobs.CodeAborted) {
@@ -127,26 +238,50 @@ func (e *Engine) lateReport(ctx context.Context, run store.Run, req frontend.Bac
 	if run.State != store.StateCancelled || run.Fence != req.Fence { // run: as checkClaim read it
 		return false
 	}
-	batches, err := e.recordedBatches(ctx, req.RunID)
+	batches, _, err := e.replayedPages(ctx, req.RunID)
 	return err == nil && req.Batches <= batches
 }
 
-// recordedBatches counts the pages a run's history holds.
-func (e *Engine) recordedBatches(ctx context.Context, runID string) (int64, error) {
+// replayedPages counts the pages a run's history holds as its replay reads them, and answers the
+// last one's recorded checkpoint (nil without a page): a retry from a step discards the steps
+// recorded from it on (RunRetried.FromSeq), as the replay's fold does, though they stay in the
+// log.
+func (e *Engine) replayedPages(ctx context.Context, runID string) (int64, []byte, error) {
 	events, err := e.History(ctx, runID, 0)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	var batches int64
+	var pages []history.Event
 	for _, ev := range events {
-		if ev.Kind != history.KindStepCompleted {
-			continue
-		}
-		if p, err := ev.Decode(); err == nil && strings.HasPrefix(p.(history.StepCompleted).StepName, "batch:") {
-			batches++
+		switch ev.Kind {
+		case history.KindStepCompleted:
+			if strings.HasPrefix(ev.Name, "batch:") {
+				pages = append(pages, ev)
+			}
+		case history.KindRunRetried:
+			p, err := ev.Decode()
+			if err != nil {
+				return 0, nil, err
+			}
+			if from := p.(history.RunRetried).FromSeq; from > 0 {
+				kept := pages[:0]
+				for _, pg := range pages {
+					if pg.Seq < from {
+						kept = append(kept, pg)
+					}
+				}
+				pages = kept
+			}
 		}
 	}
-	return batches, nil
+	if len(pages) == 0 {
+		return 0, nil, nil
+	}
+	p, err := pages[len(pages)-1].Decode()
+	if err != nil {
+		return 0, nil, err
+	}
+	return int64(len(pages)), p.(history.StepCompleted).Output, nil
 }
 
 // cancelledPass records the end its last holder sends for a pass whose run was cancelled: failed
@@ -156,7 +291,7 @@ func (e *Engine) recordedBatches(ctx context.Context, runID string) (int64, erro
 // does not).
 func (e *Engine) cancelledPass(ctx context.Context, run store.Run, req frontend.BackfillReportRequest) error {
 	p := store.BackfillProgress{RunID: run.ID, Rows: req.Rows, Batches: req.Batches, Cursor: req.Cursor, Now: e.clock.Now()}
-	if batches, err := e.recordedBatches(ctx, run.ID); err != nil || req.Batches > batches {
+	if batches, _, err := e.replayedPages(ctx, run.ID); err != nil || req.Batches > batches {
 		p.Rows, p.Batches, p.Cursor = 0, 0, "" // fewer batches than the row's: its counts stay
 	}
 	return e.store.BackfillFinish(ctx, store.BackfillFinish{BackfillProgress: p, Status: store.BackfillFailed,
@@ -219,6 +354,11 @@ func rowOf(b store.Backfill) frontend.BackfillRow {
 // report. A row still running whose run has ended is reported by its run's state, and written so
 // (settleFromRun): a run that completed or failed, or was cancelled, can never report its end
 // any more. One whose run no longer exists is written failed.
+//
+// A status asked for is the reconciled one, read in the store, never among a window of the
+// newest rows: the rows the store holds running (reconciled, and written so when their run
+// ended), then the rows it holds in the status asked for. A pass in flight behind any number of
+// newer passes is still in flight on every surface.
 func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
 	switch f.Status {
 	case "", backfill.StatusRunning, backfill.StatusCompleted, backfill.StatusFailed:
@@ -226,15 +366,44 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 		return nil, jobs.Errorf(jobs.CodeBadRequest, "backfill status %q: want running, completed or failed", f.Status)
 	}
 	limit := store.BackfillLimit(f.Limit)
-	q := f
-	if f.Status != "" {
-		// The status filtered on is the reconciled one, so read the rows unfiltered.
-		q.Status, q.Limit = "", maxLedgerScan
+	if f.Status == "" {
+		rows, err := e.store.BackfillList(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return e.reconcile(ctx, rows)
 	}
+	// A row running in the store may read completed or failed (its run ended); a completed or
+	// failed one reads as it is. The running rows are few: each is written final when its run
+	// has ended, by the read below, the pass's own end or the retention sweep.
+	q := f
+	q.Status, q.Limit, q.Newest = store.BackfillRunning, maxLedgerScan, ""
 	rows, err := e.store.BackfillList(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	out, err := e.reconcile(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	if f.Status != backfill.StatusRunning {
+		q.Status, q.Limit, q.Newest = f.Status, limit, f.Newest
+		more, err := e.store.BackfillList(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := e.reconcile(ctx, more)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	out = slices.DeleteFunc(out, func(p backfill.Progress) bool { return p.Status != f.Status })
+	return newestFirst(out, f.Newest, limit), nil
+}
+
+// reconcile projects rows, each running one reconciled with its run (settleFromRun).
+func (e *Engine) reconcile(ctx context.Context, rows []store.Backfill) ([]backfill.Progress, error) {
 	out := make([]backfill.Progress, 0, len(rows))
 	for _, r := range rows {
 		state := ""
@@ -255,15 +424,39 @@ func (e *Engine) InspectBackfills(ctx context.Context, f store.BackfillFilter) (
 		}
 		p := backfill.NewProgress(rowOf(r), state)
 		p.Tenant = r.Tenant
-		if f.Status != "" && p.Status != f.Status {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// newestFirst orders passes as BackfillList does (newest start first, then run id descending),
+// keeps the first of each run, with newest only the first of each scope (store.BackfillFilter's
+// Newest), and at most limit of them.
+func newestFirst(ps []backfill.Progress, newest string, limit int) []backfill.Progress {
+	slices.SortStableFunc(ps, func(a, b backfill.Progress) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.RunID, a.RunID)
+	})
+	type scope struct{ name, tenant string }
+	runs, scopes := map[string]bool{}, map[scope]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		k := scope{p.Name, p.Tenant}
+		if newest == store.NewestPerName {
+			k.tenant = ""
+		}
+		if runs[p.RunID] || (newest != "" && scopes[k]) {
 			continue
 		}
+		runs[p.RunID], scopes[k] = true, true
 		out = append(out, p)
 		if len(out) == limit {
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 // settleFromRun writes the running row r of a pass as its finished run ended, and answers the
@@ -350,9 +543,38 @@ func (e *Engine) PendingBackfills(ctx context.Context, environment string) (back
 	if err != nil {
 		return backfill.Report{}, err
 	}
-	ledger, err := e.InspectBackfills(ctx, store.BackfillFilter{Limit: maxLedgerScan})
+	ledger, err := e.pendingLedger(ctx, ds)
 	if err != nil {
 		return backfill.Report{}, err
 	}
 	return backfill.Pending(ds, ledger, environment), nil
+}
+
+// pendingLedger reads the passes backfill.Pending judges ds by, newest first: for each declared
+// name, the newest pass of each tenant (its state, its checksum) and the newest completed one of
+// each tenant (a completed pass makes it completed), read per name in the store; and, for the
+// orphaned names, the newest pass of each name in the ledger. Read as the newest 10,000 rows of
+// every backfill together, a completed pass behind 10,000 newer ones (a per-tenant sweep writes a
+// row per tenant) read pending, and `--all --write` took it again. (A per-tenant backfill is read
+// for its 10,000 most recently swept tenants.)
+func (e *Engine) pendingLedger(ctx context.Context, ds []backfill.Declaration) ([]backfill.Progress, error) {
+	out, err := e.InspectBackfills(ctx, store.BackfillFilter{Newest: store.NewestPerName, Limit: maxLedgerScan})
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, d := range ds {
+		if names[d.Name] {
+			continue
+		}
+		names[d.Name] = true
+		for _, status := range []string{"", store.BackfillCompleted} {
+			ps, err := e.InspectBackfills(ctx, store.BackfillFilter{Name: d.Name, Status: status, Newest: store.NewestPerTenant, Limit: maxLedgerScan})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ps...)
+		}
+	}
+	return newestFirst(out, "", len(out)), nil
 }

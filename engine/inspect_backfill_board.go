@@ -67,7 +67,13 @@ func (e *Engine) InspectBackfillBoard(ctx context.Context, env string) (Backfill
 	if err != nil {
 		return BackfillBoard{}, err
 	}
-	ledger, err := e.InspectBackfills(ctx, store.BackfillFilter{Limit: maxLedgerScan})
+	// The states from the ledger Pending judges (each declared name's newest and newest
+	// completed passes, read per name), the list from the newest passes.
+	ledger, err := e.pendingLedger(ctx, ds)
+	if err != nil {
+		return BackfillBoard{}, err
+	}
+	passes, err := e.InspectBackfills(ctx, store.BackfillFilter{Limit: boardPasses})
 	if err != nil {
 		return BackfillBoard{}, err
 	}
@@ -87,13 +93,13 @@ func (e *Engine) InspectBackfillBoard(ctx context.Context, env string) (Backfill
 	if len(b.Environments) == 0 {
 		b.Environments = []string{""}
 	}
+	for _, p := range passes {
+		b.Passes = append(b.Passes, passOf(p, now))
+	}
 	newest := map[string]*BackfillPass{}
-	for i, p := range ledger {
-		bp := passOf(p, now)
-		if i < boardPasses {
-			b.Passes = append(b.Passes, bp)
-		}
+	for _, p := range ledger {
 		if _, ok := newest[p.Name]; !ok {
+			bp := passOf(p, now)
 			newest[p.Name] = &bp
 		}
 	}

@@ -51,9 +51,21 @@ type BackfillFilter struct {
 	NoTenant bool
 	Status   string
 	RunID    string
+	// Newest keeps, of the rows the other fields select, only the newest (by StartedAt, then
+	// RunID) of each pass scope: of each (Name, Tenant) with NewestPerTenant, of each Name with
+	// NewestPerName. With Status, the newest pass of that status. The pending report asks it per
+	// name, so a backfill's passes are read however many newer passes other backfills (or its
+	// other tenants) have. "" keeps every row.
+	Newest string
 	// Limit bounds the rows returned (≤ 0: 100).
 	Limit int
 }
+
+// BackfillFilter.Newest's scopes.
+const (
+	NewestPerTenant = "tenant" // the newest row of each (Name, Tenant)
+	NewestPerName   = "name"   // the newest row of each Name, whatever its tenant
+)
 
 // BackfillProgress is a pass's progress after a page.
 type BackfillProgress struct {
@@ -62,6 +74,11 @@ type BackfillProgress struct {
 	Batches int64
 	Cursor  string
 	Now     time.Time
+	// Rewind sets the counts and cursor of a running row even when they are fewer than the
+	// row's: a retry from an earlier page discarded the pages recorded since, so the row goes
+	// back to what the replayed pages hold (the engine's BackfillOpen, once, as it adopts the
+	// row). Without it a BackfillUpdate never moves a row backwards. BackfillFinish ignores it.
+	Rewind bool
 }
 
 // BackfillFinish ends a pass: Status is completed or failed.
@@ -80,13 +97,14 @@ type Backfills interface {
 	// reports an existing row.
 	BackfillOpen(ctx context.Context, b Backfill) (row Backfill, adopted bool, err error)
 	// BackfillUpdate records progress on a running row. A report older than the row's (fewer
-	// batches) is ignored, so a late resend never rewinds it. No row, or a row not running, is
-	// not an error: the row is a report.
+	// batches) is ignored, so a late resend never rewinds it, unless p.Rewind. No row, or a row
+	// not running, is not an error: the row is a report.
 	BackfillUpdate(ctx context.Context, p BackfillProgress) error
 	// BackfillFinish marks the row completed or failed, with its final counts. A completed row is
 	// final: it is never turned back to failed or running.
 	BackfillFinish(ctx context.Context, p BackfillFinish) error
-	// BackfillList returns rows, newest StartedAt first (then RunID, descending).
+	// BackfillList returns the rows f selects, newest StartedAt first (then RunID, descending),
+	// at most BackfillLimit(f.Limit).
 	BackfillList(ctx context.Context, f BackfillFilter) ([]Backfill, error)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -46,7 +47,7 @@ func (s *Store) BackfillUpdate(ctx context.Context, p store.BackfillProgress) er
 	}
 	defer s.mu.Unlock()
 	row, ok := s.ledger.rows[p.RunID]
-	if !ok || row.Status != store.BackfillRunning || p.Batches < row.Batches {
+	if !ok || row.Status != store.BackfillRunning || (p.Batches < row.Batches && !p.Rewind) {
 		return nil
 	}
 	row.Rows, row.Batches, row.Cursor, row.UpdatedAt = p.Rows, p.Batches, p.Cursor, p.Now
@@ -75,6 +76,11 @@ func (s *Store) BackfillFinish(ctx context.Context, p store.BackfillFinish) erro
 
 // BackfillList implements store.Backfills.
 func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]store.Backfill, error) {
+	switch f.Newest {
+	case "", store.NewestPerTenant, store.NewestPerName:
+	default:
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "backfill list: newest %q: want %q or %q", f.Newest, store.NewestPerTenant, store.NewestPerName)
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -93,6 +99,22 @@ func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]sto
 		}
 		return out[i].RunID > out[j].RunID
 	})
+	if f.Newest != "" {
+		type scope struct{ name, tenant string }
+		seen := map[scope]bool{}
+		kept := out[:0]
+		for _, row := range out {
+			k := scope{row.Name, row.Tenant}
+			if f.Newest == store.NewestPerName {
+				k.tenant = ""
+			}
+			if !seen[k] {
+				seen[k] = true
+				kept = append(kept, row)
+			}
+		}
+		out = kept
+	}
 	if limit := store.BackfillLimit(f.Limit); len(out) > limit {
 		out = out[:limit]
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -37,7 +38,7 @@ func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backf
 
 // BackfillUpdate implements store.Backfills.
 func (s *Store) BackfillUpdate(ctx context.Context, p store.BackfillProgress) error {
-	if _, err := s.pool.Exec(ctx, s.bq(sqlBackfillUpdate), p.RunID, p.Rows, p.Batches, p.Cursor, p.Now); err != nil {
+	if _, err := s.pool.Exec(ctx, s.bq(sqlBackfillUpdate), p.RunID, p.Rows, p.Batches, p.Cursor, p.Now, p.Rewind); err != nil {
 		return unavailable("backfill update", err)
 	}
 	return nil
@@ -53,7 +54,16 @@ func (s *Store) BackfillFinish(ctx context.Context, p store.BackfillFinish) erro
 
 // BackfillList implements store.Backfills.
 func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]store.Backfill, error) {
-	rows, err := s.pool.Query(ctx, s.bq(sqlBackfillList), f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, f.NoTenant)
+	args := []any{f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, f.NoTenant}
+	q := sqlBackfillList
+	switch f.Newest {
+	case "":
+	case store.NewestPerTenant, store.NewestPerName:
+		q, args = sqlBackfillListNewest, append(args, f.Newest == store.NewestPerName)
+	default:
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "backfill list: newest %q: want %q or %q", f.Newest, store.NewestPerTenant, store.NewestPerName)
+	}
+	rows, err := s.pool.Query(ctx, s.bq(q), args...)
 	if err != nil {
 		return nil, unavailable("backfill list", err)
 	}

@@ -21,9 +21,10 @@ const (
 			                  ELSE {S}.backfills.total END
 		RETURNING ` + backfillCols + `, xmax <> 0`
 
-	// sqlBackfillUpdate never rewinds a row: a resend older than what is recorded is ignored.
+	// sqlBackfillUpdate never rewinds a row unless $6 (a retry from an earlier page): a resend
+	// older than what is recorded is ignored.
 	sqlBackfillUpdate = `UPDATE {S}.backfills SET rows_done = $2, batches = $3, cursor = $4, updated_at = $5
-		WHERE run_id = $1 AND status = 'running' AND batches <= $3`
+		WHERE run_id = $1 AND status = 'running' AND (batches <= $3 OR $6::boolean)`
 
 	sqlBackfillFinish = `UPDATE {S}.backfills SET
 		rows_done    = CASE WHEN batches <= $3 THEN $2 ELSE rows_done END,
@@ -41,6 +42,16 @@ const (
 		WHERE ($1 = '' OR name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR run_id = $3)
 		AND ($5 = '' OR tenant = $5) AND ($5 <> '' OR NOT $6::boolean OR tenant = '')
 		ORDER BY started_at DESC, run_id DESC LIMIT $4`
+
+	// sqlBackfillListNewest is sqlBackfillList keeping the newest row of each (name, tenant), or
+	// of each name when $7 (store.BackfillFilter.Newest).
+	sqlBackfillListNewest = `SELECT ` + backfillCols + ` FROM (
+		SELECT DISTINCT ON (name, CASE WHEN $7::boolean THEN '' ELSE tenant END) ` + backfillCols + ` FROM {S}.backfills
+		WHERE ($1 = '' OR name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR run_id = $3)
+		AND ($5 = '' OR tenant = $5) AND ($5 <> '' OR NOT $6::boolean OR tenant = '')
+		ORDER BY name, CASE WHEN $7::boolean THEN '' ELSE tenant END, started_at DESC, run_id DESC
+	) newest
+		ORDER BY started_at DESC, run_id DESC LIMIT $4`
 )
 
 var backfillSQL sync.Map // schema → map[string]string
@@ -51,7 +62,7 @@ func (s *Store) bq(text string) string {
 	if !ok {
 		r := schemaReplacer(s.schema)
 		rendered := map[string]string{}
-		for _, t := range []string{sqlBackfillOpen, sqlBackfillUpdate, sqlBackfillFinish, sqlBackfillList} {
+		for _, t := range []string{sqlBackfillOpen, sqlBackfillUpdate, sqlBackfillFinish, sqlBackfillList, sqlBackfillListNewest} {
 			rendered[t] = r.Replace(t)
 		}
 		m, _ = backfillSQL.LoadOrStore(s.schema, rendered)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -46,7 +47,11 @@ func (s *Store) BackfillOpen(ctx context.Context, b store.Backfill) (store.Backf
 // BackfillUpdate implements store.Backfills.
 func (s *Store) BackfillUpdate(ctx context.Context, p store.BackfillProgress) error {
 	return s.write(ctx, "backfill update", func(t *wtx) error {
-		_, err := t.exec(sqlBackfillUpdate, p.Rows, p.Batches, p.Cursor, encTime(p.Now), p.RunID, p.Batches)
+		rewind := 0
+		if p.Rewind {
+			rewind = 1
+		}
+		_, err := t.exec(sqlBackfillUpdate, p.Rows, p.Batches, p.Cursor, encTime(p.Now), p.RunID, rewind)
 		return err
 	})
 }
@@ -65,7 +70,21 @@ func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]sto
 	if f.NoTenant {
 		noTenant = 1
 	}
-	rows, err := s.readQuery(ctx, sqlBackfillList, f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, noTenant)
+	q, perName := sqlBackfillList, 0
+	switch f.Newest {
+	case "":
+	case store.NewestPerTenant:
+		q = sqlBackfillListNewest
+	case store.NewestPerName:
+		q, perName = sqlBackfillListNewest, 1
+	default:
+		return nil, badNewest(f.Newest)
+	}
+	args := []any{f.Name, f.Status, f.RunID, store.BackfillLimit(f.Limit), f.Tenant, noTenant}
+	if q == sqlBackfillListNewest {
+		args = append(args, perName)
+	}
+	rows, err := s.readQuery(ctx, q, args...)
 	if err != nil {
 		return nil, failed("backfill list", err)
 	}
@@ -74,4 +93,8 @@ func (s *Store) BackfillList(ctx context.Context, f store.BackfillFilter) ([]sto
 		return nil, failed("backfill list", err)
 	}
 	return out, nil
+}
+
+func badNewest(v string) error {
+	return jobs.Errorf(jobs.CodeBadRequest, "backfill list: newest %q: want %q or %q", v, store.NewestPerTenant, store.NewestPerName)
 }

@@ -17,9 +17,10 @@ const (
 		total = CASE WHEN ?3 >= 0 THEN ?3 ELSE total END
 		WHERE run_id = ?2 AND status <> 'completed'`
 
-	// sqlBackfillUpdate never rewinds a row: a resend older than what is recorded is ignored.
-	sqlBackfillUpdate = `UPDATE backfills SET rows_done = ?, batches = ?, cursor = ?, updated_at = ?
-		WHERE run_id = ? AND status = 'running' AND batches <= ?`
+	// sqlBackfillUpdate never rewinds a row unless ?6 (a retry from an earlier page): a resend
+	// older than what is recorded is ignored.
+	sqlBackfillUpdate = `UPDATE backfills SET rows_done = ?1, batches = ?2, cursor = ?3, updated_at = ?4
+		WHERE run_id = ?5 AND status = 'running' AND (batches <= ?2 OR ?6 <> 0)`
 
 	sqlBackfillFinish = `UPDATE backfills SET
 		rows_done    = CASE WHEN batches <= ?2 THEN ?1 ELSE rows_done END,
@@ -36,5 +37,16 @@ const (
 	sqlBackfillList = `SELECT ` + backfillCols + ` FROM backfills
 		WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR status = ?2) AND (?3 = '' OR run_id = ?3)
 		AND (CASE WHEN ?5 <> '' THEN tenant = ?5 WHEN ?6 <> 0 THEN tenant = '' ELSE 1 END)
+		ORDER BY started_at DESC, run_id DESC LIMIT ?4`
+
+	// sqlBackfillListNewest is sqlBackfillList keeping the newest row of each (name, tenant), or
+	// of each name when ?7 is 1 (store.BackfillFilter.Newest).
+	sqlBackfillListNewest = `SELECT ` + backfillCols + ` FROM (
+		SELECT ` + backfillCols + `, row_number() OVER (PARTITION BY name, CASE WHEN ?7 <> 0 THEN '' ELSE tenant END
+			ORDER BY started_at DESC, run_id DESC) AS nth
+		FROM backfills
+		WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR status = ?2) AND (?3 = '' OR run_id = ?3)
+		AND (CASE WHEN ?5 <> '' THEN tenant = ?5 WHEN ?6 <> 0 THEN tenant = '' ELSE 1 END)
+	) WHERE nth = 1
 		ORDER BY started_at DESC, run_id DESC LIMIT ?4`
 )

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -36,8 +37,8 @@ func progress(n int, rows, batches int64, cursor string, d time.Duration) store.
 	return store.BackfillProgress{RunID: runID(n), Rows: rows, Batches: batches, Cursor: cursor, Now: at(d)}
 }
 
-// backfillTests is the ledger's suite: a pass's row, then its tenant.
-var backfillTests = append(backfillPassTests, backfillTenantTests...)
+// backfillTests is the ledger's suite: a pass's row, its tenant, a rewind, the newest passes.
+var backfillTests = slices.Concat(backfillPassTests, backfillTenantTests, backfillRewindTests, backfillNewestTests)
 
 var backfillPassTests = []test{
 	{"OpenInsertsARunningRow", func(t *testing.T, s store.Store) {
@@ -147,6 +148,128 @@ var backfillPassTests = []test{
 			if got := ids(c.f); len(got) != len(c.want) || (len(got) > 0 && !equalStrings(got, c.want)) {
 				t.Errorf("BackfillList(%+v) = %v; want %v", c.f, got, c.want)
 			}
+		}
+	}},
+}
+
+// backfillRewindTests: a retry from an earlier page discards the pages recorded since, so the
+// engine sets the adopted row back to the pages the replay keeps. Without Rewind the ledger never
+// moves a row to fewer batches (a late resend must not), and the row kept the discarded sweep's
+// counts to the end.
+var backfillRewindTests = []test{
+	{"ARewindSetsFewerBatches", func(t *testing.T, s store.Store) {
+		openPass(t, s, pass(1, "slugs"))
+		if err := s.BackfillUpdate(t.Context(), progress(1, 600, 6, `[600]`, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 600, 6, `[600]`, 11*time.Second),
+			Status: store.BackfillFailed, Error: "stalled"}); err != nil {
+			t.Fatal(err)
+		}
+		// A rewind of a row that is not running changes nothing: the open adopts it first.
+		rewind := progress(1, 200, 2, `[200]`, 12*time.Second)
+		rewind.Rewind = true
+		if err := s.BackfillUpdate(t.Context(), rewind); err != nil {
+			t.Fatal(err)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Batches != 6 || got.Status != store.BackfillFailed {
+			t.Fatalf("a rewind of a failed row moved it: %+v", got)
+		}
+		later := pass(1, "slugs")
+		later.StartedAt, later.UpdatedAt = at(time.Minute), at(time.Minute)
+		openPass(t, s, later)
+		rewind.Now = at(time.Minute)
+		if err := s.BackfillUpdate(t.Context(), rewind); err != nil {
+			t.Fatal(err)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Rows != 200 || got.Batches != 2 || got.Cursor != `[200]` ||
+			!got.UpdatedAt.Equal(at(time.Minute)) || got.Status != store.BackfillRunning {
+			t.Fatalf("rewound row = %+v; want 200 rows in 2 batches at [200]", got)
+		}
+		// From there the row moves on as before, and a plain late resend still cannot rewind it.
+		for _, p := range []store.BackfillProgress{progress(1, 300, 3, `[300]`, 61*time.Second), progress(1, 200, 2, `[200]`, 62*time.Second)} {
+			if err := s.BackfillUpdate(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Rows != 300 || got.Batches != 3 {
+			t.Fatalf("row after the rewind = %+v; want 300 rows in 3 batches", got)
+		}
+		if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(1, 500, 5, `[500]`, 70*time.Second),
+			Status: store.BackfillCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		// A completed row is final, rewind or not.
+		rewind.Now = at(80 * time.Second)
+		if err := s.BackfillUpdate(t.Context(), rewind); err != nil {
+			t.Fatal(err)
+		}
+		if got := ledgerRow(t, s, runID(1)); got.Rows != 500 || got.Batches != 5 || got.Status != store.BackfillCompleted {
+			t.Fatalf("completed row = %+v; want 500 rows in 5 batches, completed", got)
+		}
+	}},
+}
+
+// backfillNewestTests: the newest pass of each backfill (and tenant), read in the store. The
+// pending report asks it per name: read among the newest 10,000 rows of every backfill together,
+// a completed pass behind as many newer ones (a per-tenant sweep writes one per tenant) read
+// pending.
+var backfillNewestTests = []test{
+	{"ListNewestOfEachScope", func(t *testing.T, s store.Store) {
+		finish := func(n int, status string) {
+			t.Helper()
+			if err := s.BackfillFinish(t.Context(), store.BackfillFinish{BackfillProgress: progress(n, 1, 1, "", time.Hour),
+				Status: status}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		openPass(t, s, pass(1, "all"))                  // completed
+		openPass(t, s, tenantPass(2, "orgs", "org-a"))  // completed
+		openPass(t, s, tenantPass(3, "orgs", "org-b"))  // failed
+		openPass(t, s, pass(4, "all"))                  // failed
+		openPass(t, s, tenantPass(5, "orgs", "org-a"))  // running
+		openPass(t, s, tenantPass(6, "other", "org-a")) // completed
+		openPass(t, s, tenantPass(7, "orgs", "org-b"))  // completed
+		openPass(t, s, pass(8, "orgs"))                 // running: no tenant, under a per-tenant name
+		for n, status := range map[int]string{1: store.BackfillCompleted, 2: store.BackfillCompleted, 3: store.BackfillFailed,
+			4: store.BackfillFailed, 6: store.BackfillCompleted, 7: store.BackfillCompleted} {
+			finish(n, status)
+		}
+		ids := func(f store.BackfillFilter) []string { return passIDs(t, s, f) }
+		for _, c := range []struct {
+			f    store.BackfillFilter
+			want []string
+		}{
+			{store.BackfillFilter{Newest: store.NewestPerTenant}, []string{runID(8), runID(7), runID(6), runID(5), runID(4)}},
+			{store.BackfillFilter{Newest: store.NewestPerName}, []string{runID(8), runID(6), runID(4)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "orgs"}, []string{runID(8), runID(7), runID(5)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "orgs", Status: store.BackfillCompleted}, []string{runID(7), runID(2)}},
+			{store.BackfillFilter{Newest: store.NewestPerName, Name: "orgs", Status: store.BackfillCompleted}, []string{runID(7)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "all", Status: store.BackfillCompleted}, []string{runID(1)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "orgs", Tenant: "org-a"}, []string{runID(5)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "orgs", NoTenant: true}, []string{runID(8)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Tenant: "org-a"}, []string{runID(6), runID(5)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Status: store.BackfillFailed}, []string{runID(4), runID(3)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Limit: 2}, []string{runID(8), runID(7)}},
+			{store.BackfillFilter{Newest: store.NewestPerTenant, Name: "none"}, nil},
+			// Without Newest, every row, as before.
+			{store.BackfillFilter{Name: "orgs", Tenant: "org-a"}, []string{runID(5), runID(2)}},
+		} {
+			if got := ids(c.f); !equalStrings(got, c.want) {
+				t.Errorf("BackfillList(%+v) = %v; want %v", c.f, got, c.want)
+			}
+		}
+		// The newest is by start, then run id: two passes started at the same instant.
+		same := tenantPass(9, "ties", "org-a")
+		twin := tenantPass(10, "ties", "org-a")
+		twin.StartedAt, twin.UpdatedAt = same.StartedAt, same.UpdatedAt
+		openPass(t, s, same)
+		openPass(t, s, twin)
+		if got := ids(store.BackfillFilter{Name: "ties", Newest: store.NewestPerTenant}); !equalStrings(got, []string{runID(10)}) {
+			t.Errorf("the newest of two passes started at once = %v; want the higher run id, %s", got, runID(10))
+		}
+		if _, err := s.BackfillList(t.Context(), store.BackfillFilter{Newest: "everything"}); err == nil {
+			t.Errorf("a Newest scope the store does not know was taken")
 		}
 	}},
 }
