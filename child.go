@@ -1,5 +1,7 @@
 package jobs
 
+import "strings"
+
 // Child runs: a run starts a run of another job as a durable call, linked to it as its parent,
 // and may wait for its result. Starting happens once ever per call name (like EnqueueFrom: the
 // engine creates the child under a dedupe id derived from the parent and the call). Waiting
@@ -18,7 +20,13 @@ type ChildOutcome struct {
 	State  string `json:"state" msgpack:"state"` // completed | failed | cancelled
 	Result []byte `json:"result,omitempty" msgpack:"result,omitempty"`
 	Code   string `json:"code,omitempty" msgpack:"code,omitempty"`
-	Error  string `json:"error,omitempty" msgpack:"error,omitempty"`
+	// Error is the child's error text; for a cancelled child (Code X_RUN_CANCELLED), the cancel's
+	// reason.
+	Error string `json:"error,omitempty" msgpack:"error,omitempty"`
+	// Life is the seq of the operator's retry (RunRetried) that began the life of the child that
+	// finished so; 0 for its first. A parent waiting for a retried child matches on it, so an
+	// outcome of the child's earlier life is not taken for its current one's.
+	Life int64 `json:"life,omitempty" msgpack:"life,omitempty"`
 }
 
 // Children is implemented by runtimes that start and await child runs (the worker's replay
@@ -89,7 +97,13 @@ func (r ChildRun[Out]) Wait(c *Ctx) (Out, error) {
 		if code == "" {
 			code = o.State
 		}
-		return zero, Errorf(CodeChildFailed, "child run %s (%s) %s: %s: %s", o.RunID, r.Name, o.State, code, o.Error)
+		// The stored text is usually the attempt's error as its worker printed it, "CODE: …":
+		// the code is not said twice.
+		msg := strings.TrimPrefix(o.Error, code+": ")
+		if msg == "" {
+			return zero, Errorf(CodeChildFailed, "child run %s (%s) %s: %s", o.RunID, r.Name, o.State, code)
+		}
+		return zero, Errorf(CodeChildFailed, "child run %s (%s) %s: %s: %s", o.RunID, r.Name, o.State, code, msg)
 	}
 	var v Out
 	if err := Decode(o.Result, &v); err != nil {

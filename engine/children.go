@@ -58,7 +58,11 @@ func (e *Engine) linkChild(ctx context.Context, parentID, name string, res jobs.
 }
 
 // childOutcome checks that childID is the parent's child and returns its outcome, encoded, when
-// it already finished; nil when it is still on its way.
+// it already finished. A child on its way has no outcome yet: nil, unless an operator retried it
+// after an earlier finish, whose outcome the engine published and the event log keeps for the
+// lookback window. Then it returns a pending mark instead (a ChildOutcome with no State, and the
+// Life the child is in), so that the wait awaitChildMutation registers matches only an outcome
+// of that life.
 func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]byte, error) {
 	l, ok, err := e.store.ParentOf(ctx, childID)
 	if err != nil {
@@ -72,38 +76,97 @@ func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]
 		return nil, err
 	}
 	if !child.State.Finished() {
-		return nil, nil
+		// Read after the row: a retry since the read is seen, and the wait is for the life the
+		// child is in now.
+		life, _, err := e.childLife(ctx, childID)
+		if err != nil || life == 0 {
+			return nil, err
+		}
+		return jobs.Encode(jobs.ChildOutcome{RunID: childID, Life: life})
 	}
-	return encodeOutcome(child)
+	var reason string
+	if child.State == store.StateCancelled {
+		if _, reason, err = e.childLife(ctx, childID); err != nil {
+			return nil, err
+		}
+	}
+	return encodeOutcome(child, 0, reason)
 }
 
-func encodeOutcome(r store.Run) ([]byte, error) {
-	o := jobs.ChildOutcome{RunID: r.ID, State: string(r.State), Code: r.ErrorCode, Error: r.Error}
-	if r.State == store.StateCompleted {
+// childLife reads from a child's history what its row does not say: the seq of the RunRetried
+// that began its current life (0: it was never retried), and the reason of the cancel that ended
+// it, if one did ("" when it names none). A retry keeps no reason of an earlier cancel.
+func (e *Engine) childLife(ctx context.Context, childID string) (life int64, reason string, err error) {
+	events, err := e.store.HistoryRead(ctx, childID, 0, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	for _, ev := range events {
+		switch ev.Kind {
+		case history.KindRunRetried:
+			life, reason = ev.Seq, ""
+		case history.KindRunCancelled:
+			reason = ""
+			if p, derr := ev.Decode(); derr == nil {
+				if c, ok := p.(history.RunCancelled); ok {
+					reason = c.Reason
+				}
+			}
+		}
+	}
+	return life, reason, nil
+}
+
+// encodeOutcome is a finished child's outcome as its parent hears it, from its row. A cancelled
+// child is X_RUN_CANCELLED with the cancel's reason, as WaitResult says: the row of a child
+// cancelled while it waited for a retry keeps the failed attempt's error, which is not why it
+// ended.
+func encodeOutcome(r store.Run, life int64, cancelReason string) ([]byte, error) {
+	o := jobs.ChildOutcome{RunID: r.ID, State: string(r.State), Code: r.ErrorCode, Error: r.Error, Life: life}
+	switch r.State {
+	case store.StateCompleted:
 		o.Result = r.Result
+	case store.StateCancelled:
+		o.Code, o.Error = string(jobs.CodeRunCancelled), cancelReason
 	}
 	return jobs.Encode(o)
 }
 
-// childMatch is the wait's match on the child's run id, in the canonical form events carry.
-func childMatch(childID string) ([]string, error) {
-	return history.MatchKeys(map[string]any{"run_id": childID})
+// childMatch is the wait's match on the child's run id, in the canonical form events carry, and
+// on its life when it was retried (ChildOutcome.Life): an outcome of the child's first life
+// carries no life, and is taken by a wait registered before any retry.
+func childMatch(childID string, life int64) ([]string, error) {
+	if life == 0 {
+		return history.MatchKeys(map[string]any{"run_id": childID})
+	}
+	return history.MatchKeys(map[string]any{"run_id": childID, "life": life})
 }
 
 // awaitChildMutation builds the events and transition of CmdAwaitChild (its Effect carried out
-// by effects): the wait, and either the outcome at once or a suspension with no timeout.
+// by effects): the wait, and either the outcome at once or a suspension with no timeout. An
+// Outcome with no State is childOutcome's pending mark: the child is on its way in that Life.
 func (e *Engine) awaitChildMutation(m *store.Mutation, runID string, c frontend.Command, now time.Time) error {
 	if c.Effect == nil || c.Effect.RunID == "" {
 		return jobs.Errorf(jobs.CodeInvariant, "run %s: await %q was not carried out", runID, c.Name)
 	}
-	match, err := childMatch(c.Effect.RunID)
+	outcome, life := c.Effect.Outcome, int64(0)
+	if outcome != nil {
+		var o jobs.ChildOutcome
+		if err := jobs.Decode(outcome, &o); err != nil {
+			return jobs.Wrap(jobs.CodeEncoding, err, "run %s: await %q", runID, c.Name)
+		}
+		if o.State == "" {
+			outcome, life = nil, o.Life
+		}
+	}
+	match, err := childMatch(c.Effect.RunID, life)
 	if err != nil {
 		return jobs.Wrap(jobs.CodeEncoding, err, "run %s: await %q", runID, c.Name)
 	}
 	m.Events = append(m.Events, history.New(now, history.EventWaitStarted{WaitName: c.Name, Event: jobs.ChildEvent, Match: match}))
-	if c.Effect.Outcome != nil {
+	if outcome != nil {
 		m.Events = append(m.Events, history.New(now, history.EventReceived{WaitName: c.Name,
-			EventID: childEventID(c.Effect.RunID, "row"), Payload: c.Effect.Outcome}))
+			EventID: childEventID(c.Effect.RunID, "row"), Payload: outcome}))
 		return nil
 	}
 	m.State, m.Sticky = store.StateSuspended, c.Sticky
@@ -136,8 +199,13 @@ func (e *Engine) childFinished(ctx context.Context, r store.Run) {
 
 // tell publishes a finished child's outcome for its parent, under an id naming the child and its
 // history's seq: telling twice is one event, and a child retried and finished again tells again.
+// The outcome names the child's life (childLife), which a wait for a retried child matches on.
 func (e *Engine) tell(ctx context.Context, child store.Run) error {
-	payload, err := encodeOutcome(child)
+	life, reason, err := e.childLife(ctx, child.ID)
+	if err != nil {
+		return err
+	}
+	payload, err := encodeOutcome(child, life, reason)
 	if err != nil {
 		return err
 	}
@@ -307,9 +375,10 @@ const childSweepEvery = 30 * time.Second
 const childSweepBatch = 500
 
 // TellWaitingParents publishes the outcome of every finished child whose parent still waits on
-// a child, and returns how many it told. Telling a parent that already heard is the same event
-// again (a no-op), and an outcome for a child the parent does not wait for only lands in the
-// event log, where the parent's later wait for that child finds it.
+// a child, and returns how many it told. A child is told of as it is now: one retried since the
+// store's read is on its way, and is skipped. Telling a parent that already heard is the same
+// event again (a no-op), and an outcome for a child the parent does not wait for only lands in
+// the event log, where the parent's later wait for that child finds it.
 func (e *Engine) TellWaitingParents(ctx context.Context) (int, error) {
 	links, err := e.store.FinishedChildrenOfWaiting(ctx, jobs.ChildEvent, childSweepBatch)
 	if err != nil {
@@ -323,6 +392,9 @@ func (e *Engine) TellWaitingParents(ctx context.Context) (int, error) {
 				continue // deleted by retention since the read
 			}
 			return told, err
+		}
+		if !child.State.Finished() {
+			continue // retried since the read: it is on its way again, and its old outcome is stale
 		}
 		if err := e.tell(ctx, child); err != nil {
 			return told, err

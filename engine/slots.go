@@ -48,6 +48,41 @@ func (e *Engine) takeSlots(ctx context.Context, runs []store.Run, limits map[str
 	return kept
 }
 
+// claimsStillHeld runs once a poll's claims took their slots (takeSlots, takeKeyed). A cancel
+// that committed after the claim and before a slot was taken released nothing (the slot was not
+// taken yet), and the slot is then held for a cancelled run for a whole lease, keeping the next
+// run of a capped job out over a cap nobody uses. So look at each run that took a slot again:
+// either its cancel (or any end) commits after this read, and its release follows the slots
+// taken before it, or this read sees the run gone from its claim, releases its slots here and
+// drops it from the poll's answer. A run still running under another claim (a later fence: this
+// claim's lease lapsed and the run was claimed again) keeps its slots, which are that claim's
+// now (a slot's holder is the run), and only this claim's task is dropped.
+func (e *Engine) claimsStillHeld(ctx context.Context, f *fleet, runs []store.Run) []store.Run {
+	kept := runs[:0]
+	for _, r := range runs {
+		if f.cap(r.Job) <= 0 && len(f.keyedCaps(r.Job)) == 0 {
+			kept = append(kept, r)
+			continue
+		}
+		run, err := e.store.RunGet(ctx, r.ID)
+		if err != nil {
+			// Unread: hand the task out. If the run did leave its claim, the worker's first
+			// record or heartbeat is refused and the slot lapses with the lease, as before.
+			kept = append(kept, r)
+			continue
+		}
+		if run.State == store.StateRunning && run.Fence == r.Fence {
+			kept = append(kept, r)
+			continue
+		}
+		if run.State != store.StateRunning {
+			e.releaseSlots(context.WithoutCancel(ctx), run)
+		}
+		e.log.Debug("jobs.slot.claim-ended", "run", r.ID, "fence", r.Fence, "state", run.State)
+	}
+	return kept
+}
+
 // renewSlot extends a held slot with the lease. Losing it means another worker may now run a
 // run of the same job over the cap. The slot and its cap are the run's job's as declared in the
 // manifest, whatever the lease names: a worker cannot take another job's slot, nor let its own
