@@ -353,16 +353,19 @@ func (r EnqueueRequest) Validate() error {
 	return validTrace(r.TraceParent, r.TraceState)
 }
 
+// MaxIdentifier is the most bytes ValidIdentifier takes.
+const MaxIdentifier = 1000
+
 // ValidIdentifier refuses a name, key or id that no store can hold faithfully: invalid UTF-8, a
-// NUL byte (Postgres text refuses it), or more than 1,000 bytes.
+// NUL byte (Postgres text refuses it), or more than MaxIdentifier bytes.
 func ValidIdentifier(field, v string) error {
 	switch {
 	case !utf8.ValidString(v):
 		return Errorf(CodeBadRequest, "%s is not valid UTF-8", field)
 	case strings.IndexByte(v, 0) >= 0:
 		return Errorf(CodeBadRequest, "%s contains a NUL byte", field)
-	case len(v) > 1000:
-		return Errorf(CodeBadRequest, "%s is %d bytes; the limit is 1000", field, len(v))
+	case len(v) > MaxIdentifier:
+		return Errorf(CodeBadRequest, "%s is %d bytes; the limit is %d", field, len(v), MaxIdentifier)
 	}
 	return nil
 }

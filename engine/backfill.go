@@ -305,7 +305,10 @@ func (e *Engine) cancelledError(ctx context.Context, run store.Run) string {
 }
 
 func cancelledText(runID, reason string) string {
-	if reason != "" {
+	// Engine.Cancel refuses a reason over 1,000 bytes, not UTF-8 or holding NUL, but a reason
+	// recorded before it did is still in the history: cut and cleaned, it never fails the
+	// ledger's write (Postgres refuses NUL and invalid UTF-8 in text).
+	if reason = freetext.Cut(reason, 1000); reason != "" {
 		return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled: %s", runID, reason).Error()
 	}
 	return jobs.Errorf(jobs.CodeRunCancelled, "the pass's run %s was cancelled", runID).Error()

@@ -442,6 +442,11 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any) (signals
 
 // Cancel cancels a run (see signals.Service.Cancel).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
+	// One rule for every surface (the API, the console, the clients, a Go caller): the reason
+	// is kept in the run's history and a backfill's ledger, and shown wherever the run is.
+	if err := checkOperatorText(map[string]string{"run id": runID, "reason": reason}); err != nil {
+		return store.Run{}, err
+	}
 	run, err := e.signals.Cancel(ctx, runID, reason)
 	if err == nil {
 		e.metrics.cancelled(run)
@@ -466,8 +471,47 @@ type RetryRequest struct {
 }
 
 // Retry reopens a failed or blocked run, recording who and why.
+//
+// A retry from a step is built on the history it read to find the step: the store refuses it
+// (X_HISTORY_STALE) if the run's history moved before the reopening (another operator's retry
+// and its pass), and the step is looked up again in the history as it now is.
+//
+// A child its parent did not detach is not reopened once the parent is cancelled: the cancel's
+// cascade cancels the live children and skips the finished ones, and a retry must not revive
+// one of those under a cancelled parent (no work a cancelled parent started runs on).
 func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error) {
+	if err := checkOperatorText(map[string]string{"run id": req.RunID, "fromStep": req.FromStep,
+		"by": req.By, "reason": req.Reason}); err != nil {
+		return store.Run{}, err
+	}
+	link, parent, err := e.retryParent(ctx, req.RunID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	for tries := 1; ; tries++ {
+		run, err := e.retryOnce(ctx, req)
+		if jobs.HasCode(err, jobs.CodeHistoryStale) && tries < retryStaleTries {
+			continue
+		}
+		if err != nil {
+			return run, err
+		}
+		e.matching.Wake()
+		if parent {
+			return e.retriedUnderLiveParent(ctx, link, run)
+		}
+		return run, nil
+	}
+}
+
+// retryStaleTries bounds Retry's re-reads of a history that keeps moving under it.
+const retryStaleTries = 5
+
+// retryOnce is one try of Retry: it reads the history for a retry from a step and reopens the
+// run on that history.
+func (e *Engine) retryOnce(ctx context.Context, req RetryRequest) (store.Run, error) {
 	ev := history.RunRetried{FromStep: req.FromStep, By: req.By, Reason: req.Reason}
+	var lastSeq int64
 	if req.FromStep != "" {
 		events, err := e.store.HistoryRead(ctx, req.RunID, 0, 0)
 		if err != nil {
@@ -479,6 +523,7 @@ func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error)
 		// retry discarded what was recorded since, steps that still stood included, and ran
 		// them again.
 		for _, ev2 := range events {
+			lastSeq = ev2.Seq
 			switch ev2.Kind {
 			case history.KindStepCompleted, history.KindStepFailed:
 				if ev2.Name == req.FromStep {
@@ -499,11 +544,63 @@ func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error)
 		}
 	}
 	now := e.clock.Now()
-	run, err := e.store.RunRetry(ctx, store.RetryParams{RunID: req.RunID, Event: history.New(now, ev), Now: now})
-	if err == nil {
-		e.matching.Wake()
+	return e.store.RunRetry(ctx, store.RetryParams{RunID: req.RunID, Event: history.New(now, ev), Now: now,
+		ExpectLastSeq: lastSeq})
+}
+
+// retryParent reads the link of a run to its parent and refuses the retry of a child its
+// parent did not detach when the parent is cancelled. parent says the run is such a child (of
+// a parent still live or finished otherwise), which Retry checks again once it reopened it.
+// The refusal names no parent: it may be another tenant's run.
+func (e *Engine) retryParent(ctx context.Context, runID string) (store.ChildLink, bool, error) {
+	link, ok, err := e.store.ParentOf(ctx, runID)
+	if err != nil || !ok || link.Detached {
+		return link, false, err
 	}
-	return run, err
+	p, err := e.store.RunGet(ctx, link.ParentID)
+	switch {
+	case jobs.HasCode(err, jobs.CodeRunNotFound):
+		return link, false, nil // the parent is gone (retention): nothing to run under
+	case err != nil:
+		return link, false, err
+	case p.State == store.StateCancelled:
+		return link, false, jobs.Errorf(jobs.CodeJobNotRetryable,
+			"run %s is a child of a cancelled run: no work a cancelled parent started runs again", runID)
+	}
+	return link, true, nil
+}
+
+// retriedUnderLiveParent runs after a child is reopened: a cancel of its parent that committed
+// after retryParent's read had its cascade read the child while it was still finished, and
+// skip it. Either the parent's cancel commits after this read, and its cascade finds the child
+// live, or this read sees it and cancels the child itself, and the retry is refused.
+func (e *Engine) retriedUnderLiveParent(ctx context.Context, link store.ChildLink, run store.Run) (store.Run, error) {
+	p, err := e.store.RunGet(ctx, link.ParentID)
+	if err != nil || p.State != store.StateCancelled {
+		return run, nil
+	}
+	if err := e.cancelChild(context.WithoutCancel(ctx), p, run); err != nil {
+		return run, err
+	}
+	if r, err := e.store.RunGet(ctx, run.ID); err == nil {
+		run = r
+	}
+	return run, jobs.Errorf(jobs.CodeJobNotRetryable,
+		"run %s is a child of a cancelled run: no work a cancelled parent started runs again", run.ID)
+}
+
+// checkOperatorText is the rule of an operator's cancel and retry fields (a run id, a reason,
+// who, a step), the one the console and the in-process client apply: jobs.ValidIdentifier, at
+// most 1,000 bytes of UTF-8 without NUL. Applied by the engine, every surface agrees.
+func checkOperatorText(fields map[string]string) error {
+	for _, field := range []string{"run id", "fromStep", "by", "reason"} {
+		if v, ok := fields[field]; ok {
+			if err := jobs.ValidIdentifier(field, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // GetRun returns a run.
@@ -550,6 +647,7 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 			runs = e.takeSlots(ctx, runs, limits)
 		}
 		runs = e.takeKeyed(ctx, f, runs)
+		runs = e.claimsStillHeld(ctx, f, runs) // slots.go: a cancel before the slots released none
 	}
 	tasks := make([]frontend.Task, len(runs))
 	for i, r := range runs {

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/ultimat3/jobs"
+
 // RetriedAttempt is the attempt a run reopened by an operator's retry (RunRetry) is on. The count
 // goes on rather than restarting at 1, so the failures listed for a run keep distinct numbers
 // and the first failure after a retry is not mistaken for the run's first one:
@@ -14,4 +16,23 @@ func RetriedAttempt(r Run) int {
 		return r.Attempt + 1
 	}
 	return max(r.Attempt, 1)
+}
+
+// RetryKeyHeld is the one wording of a retry refused because a live run took the run's
+// idempotency key meanwhile, shared by every backend. It names no run but the one retried: the
+// holder may be another tenant's, and a tenant-scoped caller is never shown another tenant's run
+// id (an enqueue refused for the same reason names neither that run nor its tenant).
+func RetryKeyHeld(runID string) error {
+	return jobs.Errorf(jobs.CodeJobNotRetryable, "run %s: its idempotency key is held by a live run", runID)
+}
+
+// StaleRetry is the one wording of RetryParams.ExpectLastSeq's refusal, shared by every backend:
+// nil when p.ExpectLastSeq is 0 or run.LastSeq, else X_HISTORY_STALE (the history the retry was
+// built on, its FromSeq found in it, is no longer the run's).
+func StaleRetry(run Run, p RetryParams) error {
+	if p.ExpectLastSeq > 0 && run.LastSeq != p.ExpectLastSeq {
+		return jobs.Errorf(jobs.CodeHistoryStale, "run %s: the retry was built on seq %d, the run's history is at seq %d",
+			p.RunID, p.ExpectLastSeq, run.LastSeq)
+	}
+	return nil
 }

@@ -287,6 +287,12 @@ type RetryParams struct {
 	RunID string
 	Event history.Event
 	Now   time.Time
+	// ExpectLastSeq, when > 0, is the run's last seq in the history the retry was built on (a
+	// retry from a step read it to find the step's FromSeq): the store refuses the retry
+	// X_HISTORY_STALE (StaleRetry) when the run's history has moved since, as another retry and
+	// its pass would have moved it, so a FromSeq never points into a history it was not read
+	// from. 0 checks nothing.
+	ExpectLastSeq int64
 }
 
 // ListParams filters ListRuns. Empty fields do not filter. Runs are returned newest first;

@@ -70,6 +70,14 @@ func TestLoginSessionAndCSRF(t *testing.T) {
 		t.Errorf("cross-site cancel: %d %.200s", st, body)
 	}
 
+	// A reason that fits the engine's 1,000 bytes alone but not with the console's note of who
+	// acted is refused in the console's words, and changes nothing.
+	st, body, _ = b.post("/_x/runs/"+ready+"/cancel", url.Values{"csrf": {csrf(t, page)}, "reason": {strings.Repeat("r", 995)}})
+	want(t, "cancel with a 995-byte reason", st, body, http.StatusBadRequest, "X_BAD_REQUEST", "the console takes at most")
+	if got := env.Await(ready, store.StateReady); got.State != store.StateReady {
+		t.Fatal("a refused cancel changed the run")
+	}
+
 	st, body, h = b.post("/_x/runs/"+ready+"/cancel", url.Values{"csrf": {csrf(t, page)}, "reason": {"duplicate order"}})
 	want(t, "cancel", st, body, http.StatusSeeOther)
 	if loc := h.Get("Location"); loc != "/_x/runs/"+ready+"?notice=cancelled" {

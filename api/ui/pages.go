@@ -381,7 +381,13 @@ func (u *UI) cancel(w http.ResponseWriter, r *http.Request, me who) error {
 	if err := jobs.ValidIdentifier("reason", reason); err != nil {
 		return err
 	}
-	if _, err := u.eng.Cancel(r.Context(), id, reason+" (by "+actor(me)+")"); err != nil {
+	// The engine holds the reason to 1,000 bytes, the console's note of who acted included: a
+	// reason that fits alone may not with it, and is refused here in the console's words.
+	by := " (by " + actor(me) + ")"
+	if room := jobs.MaxIdentifier - len(by); len(reason) > room {
+		return jobs.Errorf(jobs.CodeBadRequest, "reason is %d bytes; the console takes at most %d (it adds %q)", len(reason), room, by)
+	}
+	if _, err := u.eng.Cancel(r.Context(), id, reason+by); err != nil {
 		return err
 	}
 	u.log.Info("jobs.ui.cancel", "run", id, "by", actor(me))

@@ -691,9 +691,11 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 	// A failed or blocked run does not hold its idempotency key, so a new run may have taken it
 	// meanwhile. Reopening this one would make two live runs share a key, which the Postgres
 	// backend's unique index refuses; every backend refuses it the same way.
-	if other := s.live[jobKey{r.run.Job, r.run.Key}]; other != nil {
-		return store.Run{}, jobs.Errorf(jobs.CodeJobNotRetryable,
-			"run %s: its idempotency key is held by live run %s", p.RunID, other.run.ID)
+	if s.live[jobKey{r.run.Job, r.run.Key}] != nil {
+		return store.Run{}, store.RetryKeyHeld(p.RunID)
+	}
+	if err := store.StaleRetry(r.run, p); err != nil {
+		return store.Run{}, err
 	}
 	s.appendEvents(r, p.Event)
 	r.run.Attempt = store.RetriedAttempt(r.run)

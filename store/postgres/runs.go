@@ -434,6 +434,9 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 	if r.State != store.StateFailed && r.State != store.StateBlocked {
 		return store.Run{}, jobs.Errorf(jobs.CodeJobNotRetryable, "run %s is %s", p.RunID, r.State)
 	}
+	if err := store.StaleRetry(*r, p); err != nil {
+		return store.Run{}, err
+	}
 	var evs eventRows
 	evs.add(r, p.Event)
 	now := pgTime(p.Now)
@@ -447,8 +450,7 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 	s.notifyReady(b, []string{r.Queue})
 	if err := t.commit(ctx, b); err != nil {
 		if isUniqueViolation(err, "runs_live_key") {
-			return store.Run{}, jobs.Errorf(jobs.CodeJobNotRetryable,
-				"run %s: its idempotency key is held by a live run", p.RunID)
+			return store.Run{}, store.RetryKeyHeld(p.RunID)
 		}
 		return store.Run{}, err
 	}

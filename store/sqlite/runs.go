@@ -458,11 +458,14 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 		// Reopened, the run holds its idempotency key again; a live run created for the same
 		// key since it failed holds it now, and two live runs for one key is what the key
 		// exists to prevent.
-		live, err := scanRun(t.queryRow(sqlRunLiveByKey, r.Job, r.Key))
+		_, err = scanRun(t.queryRow(sqlRunLiveByKey, r.Job, r.Key))
 		switch {
 		case err == nil:
-			return jobs.Errorf(jobs.CodeJobNotRetryable, "run %q cannot be reopened: run %q now holds its key %q", p.RunID, live.ID, r.Key)
+			return store.RetryKeyHeld(p.RunID)
 		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if err := store.StaleRetry(r, p); err != nil {
 			return err
 		}
 		if _, err := t.appendEvents(&r, p.Event); err != nil {

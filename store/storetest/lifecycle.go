@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,6 +261,55 @@ var retryTests = []test{
 		cancel(t, s, next.Run.ID, now)
 		if _, err := s.RunRetry(t.Context(), store.RetryParams{RunID: blocked.ID, Event: retried(now), Now: now}); err != nil {
 			t.Errorf("retry once the key is free: %v", err)
+		}
+	}},
+
+	{"KeyHeldRefusalNamesNoOtherRun", func(t *testing.T, s store.Store) {
+		// The run holding the key may be another tenant's, whose id a tenant-scoped caller is
+		// never shown: every store refuses in one wording (store.RetryKeyHeld) naming only the
+		// run retried.
+		failed := running(t, s, 1)
+		applyOK(t, s, mutation(failed, store.Transition{State: store.StateFailed, Attempt: 1,
+			ErrorCode: "X_BOOM", Error: "boom", StopReason: history.StopAttemptsExhausted}))
+		next := runParams(2)
+		next.Run.Key, next.Run.Tenant = failed.Key, "other"
+		holder := create(t, s, next)[0].Run
+		now := at(time.Hour)
+		_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: failed.ID, Event: retried(now), Now: now})
+		wantCode(t, "retry while another run holds the key", err, jobs.CodeJobNotRetryable)
+		if err == nil {
+			return
+		}
+		if strings.Contains(err.Error(), holder.ID) {
+			t.Errorf("the refusal names the key's holder %s: %q", holder.ID, err.Error())
+		}
+		if want := store.RetryKeyHeld(failed.ID).Error(); err.Error() != want {
+			t.Errorf("refusal %q, want %q", err.Error(), want)
+		}
+	}},
+
+	{"RefusedWhenTheHistoryMoved", func(t *testing.T, s store.Store) {
+		// A retry built on a history (a retry from a step found its FromSeq in it) names the
+		// history's last seq; once the run's history moved past it (another retry and its pass),
+		// the retry is refused X_HISTORY_STALE and changes nothing.
+		failed := running(t, s, 1)
+		applyOK(t, s, mutation(failed, store.Transition{State: store.StateFailed, Attempt: 1,
+			ErrorCode: "X_BOOM", Error: "boom", StopReason: history.StopAttemptsExhausted}, step("a"), step("b")))
+		before := get(t, s, failed.ID)
+		now := at(time.Hour)
+		for _, stale := range []int64{before.LastSeq - 1, before.LastSeq + 1} {
+			_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: failed.ID, Event: retried(now), Now: now, ExpectLastSeq: stale})
+			wantCode(t, fmt.Sprintf("retry built on seq %d, history at %d", stale, before.LastSeq), err, jobs.CodeHistoryStale)
+			if after := get(t, s, failed.ID); after.State != store.StateFailed || after.LastSeq != before.LastSeq {
+				t.Errorf("a refused retry changed the run: %+v", after)
+			}
+		}
+		got, err := s.RunRetry(t.Context(), store.RetryParams{RunID: failed.ID, Event: retried(now), Now: now, ExpectLastSeq: before.LastSeq})
+		if err != nil {
+			t.Fatalf("retry built on the run's history: %v", err)
+		}
+		if got.State != store.StateReady || got.LastSeq != before.LastSeq+1 {
+			t.Errorf("retried: %+v, want ready at seq %d", got, before.LastSeq+1)
 		}
 	}},
 }
