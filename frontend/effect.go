@@ -27,6 +27,7 @@ type Effect struct {
 	// Set by the engine, whatever a worker sent: the published event's id, the enqueued run's id.
 	EventID string `msgpack:"event_id,omitempty"`
 	RunID   string `msgpack:"run_id,omitempty"`
-	// Outcome: CmdAwaitChild of a child that already finished, its jobs.ChildOutcome, encoded.
+	// Outcome: CmdAwaitChild's jobs.ChildOutcome, encoded: a finished child's outcome, or, for a
+	// child still on its way, one with no State naming the life the wait must match (Life).
 	Outcome []byte `msgpack:"outcome,omitempty"`
 }
