@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -76,11 +77,11 @@ func render(d dialect, table string) dialect {
 // PostgresDDL is the outbox table's DDL for Postgres, for an application that applies its schema
 // with its own migrations. It is idempotent (IF NOT EXISTS), and it also adds, to a table an
 // earlier version created, the columns added since (failed_at, error_code, error_message):
-// re-apply it on upgrade.
+// re-apply it on upgrade. table is checked as NewPostgresStore checks it ("" means DefaultTable);
+// a name the store would refuse panics, as regexp.MustCompile does: the name is spliced into the
+// SQL unquoted, and it is the application's constant, so a bad one is a programming mistake.
 func PostgresDDL(table string) string {
-	if table == "" {
-		table = DefaultTable
-	}
+	table = mustDDLTable("PostgresDDL", table)
 	d := render(pgDialect, table)
 	ddl := d.ddl
 	for _, c := range d.added {
@@ -93,12 +94,21 @@ func PostgresDDL(table string) string {
 // NOT EXISTS, so a table an earlier version created is upgraded by Migrate, or by the
 // application's own migration running, once: ALTER TABLE <table> ADD COLUMN failed_at INTEGER;
 // ALTER TABLE <table> ADD COLUMN error_code TEXT; ALTER TABLE <table> ADD COLUMN error_message
-// TEXT.
+// TEXT. A table name NewSQLiteStore would refuse panics, as in PostgresDDL.
 func SQLiteDDL(table string) string {
-	if table == "" {
-		table = DefaultTable
-	}
+	table = mustDDLTable("SQLiteDDL", table)
 	return render(sqliteDialect, table).ddl
+}
+
+// mustDDLTable is the table name newSQLStore takes, or a panic naming what is wrong with it.
+func mustDDLTable(fn, table string) string {
+	if table == "" {
+		return DefaultTable
+	}
+	if !tableName.MatchString(table) {
+		panic(fmt.Sprintf("outbox: %s(%q): want a lower-case identifier, optionally schema-qualified, as the store takes", fn, table))
+	}
+	return table
 }
 
 // Migrate creates the outbox table if it is missing, and adds the columns a table an earlier

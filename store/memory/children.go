@@ -84,7 +84,7 @@ func (s *Store) FinishedChildrenOfWaiting(ctx context.Context, event string, lim
 		}
 		return out[i].ChildID < out[j].ChildID
 	})
-	if len(out) > limit {
+	if limit > 0 && len(out) > limit { // limit <= 0: all of them
 		out = out[:limit]
 	}
 	return out, nil

@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +75,8 @@ type Config struct {
 	// Schema is the schema holding the engine's tables; Migrate creates it if it is missing. It
 	// must be a plain lower-case identifier ([a-z_][a-z0-9_]*) of at most 57 bytes: it also
 	// names the notification channels "<schema>_ready" and "<schema>_timer", and Postgres caps a
-	// channel name at 63 bytes. Defaults to "jobs".
+	// channel name at 63 bytes, and must not begin with "pg_" (reserved by Postgres). Defaults
+	// to "jobs".
 	Schema string
 
 	// MaxConns is the most connections the pool opens. Group commit keeps the engine's writes on
@@ -124,6 +126,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, jobs.Errorf(jobs.CodeBadRequest,
 			"postgres: schema %q: want a lower-case identifier ([a-z_][a-z0-9_]*) of at most %d bytes",
 			c.Schema, maxSchemaLen)
+	}
+	if strings.HasPrefix(c.Schema, "pg_") {
+		// Postgres reserves the prefix for its own schemas and refuses to create one.
+		return c, jobs.Errorf(jobs.CodeBadRequest, "postgres: schema %q: names beginning with pg_ are reserved by Postgres", c.Schema)
 	}
 	if c.MaxConns < 0 {
 		return c, jobs.Errorf(jobs.CodeBadRequest, "postgres: MaxConns %d is negative", c.MaxConns)
@@ -199,7 +205,7 @@ func open(ctx context.Context, cfg Config, tune func(*pgxpool.Config)) (*Store, 
 	if tune != nil {
 		tune(pcfg)
 	}
-	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema); err != nil {
+	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema, cfg.Logger); err != nil {
 		return nil, err
 	}
 	closing, cancel := context.WithCancel(context.Background())

@@ -5,6 +5,7 @@ package sqlite
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/ultimat3/jobs"
@@ -18,9 +19,12 @@ import (
 // (flock locks belong to the open file, not the process).
 type fileLock struct{ f *os.File }
 
+// acquire takes the lock of the database at path (0600, beside the file). The lock is named
+// after the database's resolved path, so a second name of the file (a symlinked data directory,
+// a symlink to the file) takes the same lock. A hard link is a second name the path cannot show.
 func acquire(path string) (*fileLock, error) {
-	name := path + ".lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	name := lockName(path)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: open the lock file %s", name)
 	}
@@ -33,6 +37,18 @@ func acquire(path string) (*fileLock, error) {
 		return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: lock %s", name)
 	}
 	return &fileLock{f: f}, nil
+}
+
+// lockName is "<path>.lock" of path with its symlinks resolved: the file's when it exists, else
+// its directory's.
+func lockName(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real + ".lock"
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path)) + ".lock"
+	}
+	return filepath.Clean(path) + ".lock"
 }
 
 func (l *fileLock) release() {

@@ -68,7 +68,7 @@ const (
 type Config struct {
 	// Path is the database file. Required; ":memory:" and "file:" URIs are refused (the read
 	// pool and the write connection must open the same file). The parent directory is created
-	// if missing.
+	// (0700) if missing, and the file (0600): it holds the lease-token key and every payload.
 	Path string
 
 	// Synchronous is the write connection's durability setting. Defaults to SynchronousFull.
@@ -88,7 +88,8 @@ type Config struct {
 
 	// ReadOnly opens the file to read only: no lock is taken (an engine may hold the file), no
 	// migration is applied, and every write is refused by SQLite (query_only). For programs and
-	// tests that look at an engine's database while it runs.
+	// tests that look at an engine's database while it runs. A missing file is refused, not
+	// created.
 	ReadOnly bool
 
 	// unlocked skips the one-engine-per-file lock: only for this package's tests of the store's
@@ -128,10 +129,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	if dir := filepath.Dir(cfg.Path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: create the directory of %s", cfg.Path)
+	if cfg.ReadOnly {
+		// A program that looks at an engine's file must not leave an empty database (and its
+		// directory) behind a mistyped path.
+		if _, err := os.Stat(cfg.Path); err != nil {
+			return nil, jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: read-only open of %s: no database there", cfg.Path)
 		}
+	} else if err := prepareFile(cfg.Path); err != nil {
+		return nil, err
 	}
 	lock := &fileLock{}
 	if !cfg.unlocked && !cfg.ReadOnly {
@@ -148,6 +153,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	st.lock = lock
 	return st, nil
+}
+
+// prepareFile creates the database's directory (0700) if it is missing and the database file
+// (0600) if it is missing, before SQLite opens it: the file holds the lease-token key and every
+// payload, and SQLite gives the -wal and -shm files the database file's mode. A directory or a
+// file that already exists keeps the mode its owner gave it.
+func prepareFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: create the directory of %s", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return jobs.Wrap(jobs.CodeDriverUnavailable, err, "sqlite: create %s", path)
+	}
+	return f.Close()
 }
 
 func open(ctx context.Context, cfg Config) (*Store, error) {
@@ -238,7 +258,8 @@ func (cfg *Config) defaults() error {
 // character) with _txlock=immediate (every transaction takes the write lock at BEGIN, so a
 // transaction never fails halfway on upgrading a read lock) and the pragmas.
 func dsn(path string, pragmas ...string) string {
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	// Cleaned: a path beginning with "//" would otherwise read as a URI authority.
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.Clean(path))
 	q := url.Values{"_txlock": {"immediate"}}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
