@@ -12,6 +12,7 @@ import (
 	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
 )
@@ -451,29 +452,11 @@ func (x *runRedactor) actor(s string) string {
 }
 
 // runIDLen is the length of a run id: a UUIDv7 in its canonical text form.
-const runIDLen = 36
+const runIDLen = uuid7.Len
 
 // isRunID reports whether s has the form of a run id: a version 7 UUID, hex digits of either
 // case. It reads no store: it only picks the words worth looking up.
-func isRunID(s string) bool {
-	if len(s) != runIDLen || s[14] != '7' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func isRunID(s string) bool { return uuid7.IsText(s, true) && s[14] == '7' }
 
 // summary redacts a run's summary: its error and stop reason.
 func (x *runRedactor) summary(s engine.RunSummary) engine.RunSummary {

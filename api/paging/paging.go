@@ -10,6 +10,7 @@ import (
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/uuid7"
 )
 
 const (
@@ -52,31 +53,10 @@ func LimitOf(n *int, def, max int) (int, error) {
 // silently answer the first page, and another malformed cursor some other page. A well-formed
 // cursor naming no run (deleted by retention since) still pages from where it was.
 func Cursor(before string) error {
-	if before == "" || isRunID(before) {
+	if before == "" || uuid7.IsText(before, false) {
 		return nil
 	}
 	return jobs.Errorf(jobs.CodeBadRequest, "before %q is not a cursor: pass the next of the previous page (a run id)", clip(before))
-}
-
-// isRunID reports whether s is a UUID in canonical lowercase text: 8-4-4-4-12 hex digits.
-func isRunID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // clip bounds what a refusal echoes of a parameter.

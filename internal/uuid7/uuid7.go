@@ -53,3 +53,28 @@ func format(b *[16]byte) string {
 	hex.Encode(s[24:36], b[10:16])
 	return string(s[:])
 }
+
+// Len is the length of a UUID's text form.
+const Len = 36
+
+// IsText reports whether s is a UUID's text form, 8-4-4-4-12 hex digits: lowercase only, as New
+// writes it, or with upper also A-F. It checks the form, not a version.
+func IsText(s string, upper bool) bool {
+	if len(s) != Len {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || upper && 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
