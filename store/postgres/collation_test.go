@@ -19,7 +19,8 @@ import (
 // The flow conformance group again, on a database whose collation is not bytewise (ICU en-US, as
 // most installs' en_US.UTF-8 is not either): the fair claim's tenant order must still be the
 // engine's byte order. On such a database, mixed-case tenants ("a", "B", "c", "D") were served
-// about 2:1 before the runs' tenant column compared in "C" (020_tenant_bytes).
+// about 2:1 before the runs' tenant column compared in "C" (020_tenant_bytes). The ByteOrder
+// group too: schedules and queues were listed "a B c D" there.
 func TestFairClaimOnADatabaseWhoseCollationIsNotBytewise(t *testing.T) {
 	base := os.Getenv("TEST_DATABASE_URL")
 	if base == "" {
@@ -59,5 +60,5 @@ func TestFairClaimOnADatabaseWhoseCollationIsNotBytewise(t *testing.T) {
 		var s [6]byte
 		_, _ = rand.Read(s[:])
 		return postgres.OpenTest(t, postgres.Config{URL: u.String(), Schema: "jobs_test_" + hex.EncodeToString(s[:])})
-	}, "Flow")
+	}, "Flow", "ByteOrder")
 }

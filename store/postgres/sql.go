@@ -417,7 +417,7 @@ SELECT count(*) FROM pruned`,
 SELECT queue, state, count(*), min(ready_at) FILTER (WHERE state = 'ready')
 FROM {S}.runs
 GROUP BY queue, state
-ORDER BY queue, state`,
+ORDER BY queue COLLATE "C", state`,
 
 	// Slots: under the key's advisory lock, sweep the lapsed slots, then take or renew ours if
 	// we still hold one or fewer than the limit of others do.

@@ -36,7 +36,7 @@ SELECT n, $2, $2 FROM unnest($1::text[]) AS n
 ON CONFLICT (name) DO NOTHING`,
 	stmtScheduleGet:  `SELECT ` + scheduleCols + ` FROM {S}.schedules WHERE name = ANY($1::text[])`,
 	stmtScheduleLock: `SELECT ` + scheduleCols + ` FROM {S}.schedules WHERE name = $1 FOR UPDATE`,
-	stmtScheduleList: `SELECT ` + scheduleCols + ` FROM {S}.schedules ORDER BY name`,
+	stmtScheduleList: `SELECT ` + scheduleCols + ` FROM {S}.schedules ORDER BY name COLLATE "C"`,
 	stmtScheduleSave: `
 UPDATE {S}.schedules SET watermark = $2, last_fire = $3, last_run_id = $4, missed = $5, paused = $6,
 	updated_at = $7

@@ -56,5 +56,5 @@ SELECT queue, state, floor(extract(epoch FROM finished_at - $1::timestamptz) * 1
 FROM {S}.runs
 WHERE finished_at >= $1 AND state IN ('completed', 'failed', 'cancelled')
 GROUP BY queue, state, bucket
-ORDER BY queue, state, bucket`
+ORDER BY queue COLLATE "C", state, bucket`
 )

@@ -65,6 +65,7 @@ func RunGroups(t *testing.T, open func(t *testing.T) store.Store, names ...strin
 		{"Retention", retentionTests},
 		{"Flow", flowTests},
 		{"RateLimits", rateTests},
+		{"ByteOrder", byteOrderTests},
 	}
 	for _, g := range groups {
 		if len(names) > 0 && !slices.Contains(names, g.name) {
