@@ -78,7 +78,7 @@ func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]
 	if !child.State.Finished() {
 		// Read after the row: a retry since the read is seen, and the wait is for the life the
 		// child is in now.
-		life, _, err := e.childLife(ctx, childID)
+		life, _, err := e.childLife(ctx, childID, 0)
 		if err != nil || life == 0 {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]
 	}
 	var reason string
 	if child.State == store.StateCancelled {
-		if _, reason, err = e.childLife(ctx, childID); err != nil {
+		if _, reason, err = e.childLife(ctx, childID, child.LastSeq); err != nil {
 			return nil, err
 		}
 	}
@@ -95,13 +95,18 @@ func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]
 
 // childLife reads from a child's history what its row does not say: the seq of the RunRetried
 // that began its current life (0: it was never retried), and the reason of the cancel that ended
-// it, if one did ("" when it names none). A retry keeps no reason of an earlier cancel.
-func (e *Engine) childLife(ctx context.Context, childID string) (life int64, reason string, err error) {
+// it, if one did ("" when it names none). A retry keeps no reason of an earlier cancel. upTo > 0
+// reads the history only to that seq: the outcome of a row read at upTo is of the life it was in
+// then, though an operator may have retried the child since (its history then goes on past it).
+func (e *Engine) childLife(ctx context.Context, childID string, upTo int64) (life int64, reason string, err error) {
 	events, err := e.store.HistoryRead(ctx, childID, 0, 0)
 	if err != nil {
 		return 0, "", err
 	}
 	for _, ev := range events {
+		if upTo > 0 && ev.Seq > upTo {
+			break
+		}
 		switch ev.Kind {
 		case history.KindRunRetried:
 			life, reason = ev.Seq, ""
@@ -201,7 +206,7 @@ func (e *Engine) childFinished(ctx context.Context, r store.Run) {
 // history's seq: telling twice is one event, and a child retried and finished again tells again.
 // The outcome names the child's life (childLife), which a wait for a retried child matches on.
 func (e *Engine) tell(ctx context.Context, child store.Run) error {
-	life, reason, err := e.childLife(ctx, child.ID)
+	life, reason, err := e.childLife(ctx, child.ID, child.LastSeq)
 	if err != nil {
 		return err
 	}
