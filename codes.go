@@ -153,7 +153,7 @@ var codeTable = []CodeInfo{
 	{CodeOutboxNoTx, Terminal, "an outbox in required mode was asked to enqueue with no transaction in reach"},
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
-	{CodeJobTenantMismatch, Terminal, "a run's tenant is not the one its job derives from its input (an untyped enqueue named another tenant): the body did not run"},
+	{CodeJobTenantMismatch, Terminal, "a run's tenant is not the one its job derives from its input, or it names a tenant for a job declared NoTenant: refused at enqueue when the manifest says the job has no tenant, otherwise before the body runs"},
 	{CodeKeyTaken, Terminal, "an enqueue's idempotency key is held by a live run of another tenant: keys are unique per job across tenants, and another tenant's run is never handed back as the caller's"},
 	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},

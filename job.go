@@ -235,6 +235,11 @@ func (j *Job[In, Out]) Identity(input []byte) (Identity, error) {
 	return j.identity(in)
 }
 
+// declaresNoTenant reports whether the job was declared NoTenant, for its manifest entry. A
+// Definition that wraps a Job without embedding it declares a tenant-scoped job, which the engine
+// never refuses at enqueue; its worker still refuses a run with a tenant (Execute).
+func (j *Job[In, Out]) declaresNoTenant() bool { return j.tenant.none }
+
 // Execute implements Definition. A run whose tenant is not the one the job derives from its
 // input is refused before the body runs (X_JOB_TENANT_MISMATCH): an untyped enqueue names the
 // tenant beside the input, and a caller scoped to one tenant could otherwise have the body act

@@ -95,6 +95,10 @@ type JobDeclaration struct {
 	// KeyedConcurrency and KeyedRate: see keyed.go.
 	KeyedConcurrency *KeyedLimit `json:"keyedConcurrency,omitempty"`
 	KeyedRate        *KeyedLimit `json:"keyedRate,omitempty"`
+	// NoTenant is true for a job declared NoTenant: the engine refuses at enqueue a run of it that
+	// names a tenant, when every current declaration of the job says so. Left out when false, so
+	// that a tenant-scoped job's declaration, and its checksum, read as they did before the field.
+	NoTenant bool `json:"noTenant,omitempty"`
 }
 
 // DeclareConfig is the JobDeclaration of a job's configuration.
@@ -149,7 +153,11 @@ func (r *Registry) Manifest() ([]Declaration, error) {
 		return nil
 	}
 	for _, def := range r.All() {
-		d, err := NewDeclaration(DeclareJob, def.Name(), DeclareConfig(def.Config()))
+		jd := DeclareConfig(def.Config())
+		if t, ok := def.(interface{ declaresNoTenant() bool }); ok {
+			jd.NoTenant = t.declaresNoTenant()
+		}
+		d, err := NewDeclaration(DeclareJob, def.Name(), jd)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,9 @@ import (
 // A run carrying a tenant for a job declared NoTenant is refused before its body runs, as a run
 // whose tenant is not its input's is: such a job is fleet-wide work, and an enqueue scoped to one
 // tenant (which must name that tenant) had its body run over every tenant. The job's own
-// enqueue, which carries no tenant, runs.
+// enqueue, which carries no tenant, runs. The run is enqueued before any worker declares the job
+// (the engine accepts undeclared jobs here), so the engine cannot refuse it at enqueue and the
+// worker's own check is the one tested.
 func TestARunCarryingATenantForANoTenantJobIsRefused(t *testing.T) {
 	t.Parallel()
 	type in struct {
@@ -33,12 +35,12 @@ func TestARunCarryingATenantForANoTenantJobIsRefused(t *testing.T) {
 			fleet := jobs.MustDefine("purge-everything", func(i in) string { return i.N }, jobs.NoTenant[in](),
 				func(c *jobs.Ctx, i in) (int, error) { ran.Add(1); return 1, nil })
 			env := testenv.Start(t, testenv.Options{Store: b.Open(t)})
-			env.Worker(worker.Config{}, fleet)
 			input, _ := jobs.Encode(in{N: "k"})
 			res, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: "purge-everything", Key: "k", Tenant: "acme", Input: input})
 			if err != nil {
 				t.Fatal(err)
 			}
+			env.Worker(worker.Config{}, fleet)
 			run := env.Await(res.RunID, store.StateFailed, store.StateCompleted)
 			if run.State != store.StateFailed || run.ErrorCode != string(jobs.CodeJobTenantMismatch) || run.Attempt != 1 {
 				t.Fatalf("run %s %s %q at attempt %d; want failed %s on its first attempt",
@@ -104,12 +106,14 @@ func TestAnAllTenantsPassEnqueuedUnderATenantSweepsNothing(t *testing.T) {
 	for _, b := range testenv.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			env := testenv.Start(t, testenv.Options{Store: b.Open(t)})
-			env.Worker(worker.Config{}, bf)
+			// Enqueued before the worker declares the job, so that the worker's check is tested
+			// (TestANoTenantJobIsRefusedATenantAtEnqueue covers the engine's).
 			input, _ := jobs.Encode(backfill.Input{})
 			res, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: bf.Name(), Key: "again", Tenant: "acme", Input: input})
 			if err != nil {
 				t.Fatal(err)
 			}
+			env.Worker(worker.Config{}, bf)
 			run := env.Await(res.RunID, store.StateFailed, store.StateCompleted)
 			if run.State != store.StateFailed || run.ErrorCode != string(jobs.CodeJobTenantMismatch) {
 				t.Fatalf("the pass under tenant acme: %s %s %q; want failed %s", run.State, run.ErrorCode, run.Error, jobs.CodeJobTenantMismatch)
@@ -129,6 +133,53 @@ func TestAnAllTenantsPassEnqueuedUnderATenantSweepsNothing(t *testing.T) {
 			}
 			if got := taken(); len(got) != len(rows) {
 				t.Fatalf("the declared pass handled %v, want every tenant's rows", got)
+			}
+		})
+	}
+}
+
+// Once a worker has declared a NoTenant job, the engine refuses at enqueue a run of it that names
+// a tenant (X_JOB_TENANT_MISMATCH) and creates nothing: the run does not hold its key, so the
+// job's own enqueue of the same key, or a schedule's next occurrence, is not refused meanwhile.
+// A bulk item is refused alike, the others created. A tenant-scoped job is not affected.
+func TestANoTenantJobIsRefusedATenantAtEnqueue(t *testing.T) {
+	t.Parallel()
+	type in struct {
+		N string `json:"n"`
+	}
+	for _, b := range testenv.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fleet := jobs.MustDefine("purge-all-at-enqueue", func(i in) string { return i.N }, jobs.NoTenant[in](),
+				func(c *jobs.Ctx, i in) (int, error) { return 1, nil })
+			env := testenv.Start(t, testenv.Options{Store: b.Open(t), RequireDeclared: true})
+			env.Worker(worker.Config{}, fleet, tenantSync())
+			input, _ := jobs.Encode(in{N: "k"})
+			_, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: "purge-all-at-enqueue", Key: "k", Tenant: "acme", Input: input})
+			if !jobs.HasCode(err, jobs.CodeJobTenantMismatch) || !strings.Contains(err.Error(), "no tenant") {
+				t.Fatalf("enqueue with a tenant: %v; want %s saying the job has no tenant", err, jobs.CodeJobTenantMismatch)
+			}
+			res, err := fleet.Enqueue(t.Context(), env.Engine, in{N: "k"})
+			if err != nil || res.Deduped {
+				t.Fatalf("the job's own enqueue of the same key: %+v, %v; want a new run", res, err)
+			}
+			if run := env.Await(res.RunID, store.StateCompleted, store.StateFailed); run.State != store.StateCompleted || run.Tenant != "" {
+				t.Fatalf("the job's own run: %s %q tenant %q", run.State, run.Error, run.Tenant)
+			}
+			out, err := env.Engine.EnqueueMany(t.Context(), []jobs.EnqueueRequest{
+				{Job: "purge-all-at-enqueue", Key: "b1", Tenant: "acme", Input: input},
+				{Job: "purge-all-at-enqueue", Key: "b2", NoTenant: true, Input: input},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 2 || out[0].Error == nil || out[0].Error.Code != jobs.CodeJobTenantMismatch || out[0].RunID != "" ||
+				out[1].Error != nil || out[1].RunID == "" {
+				t.Fatalf("bulk: %+v; want the tenant's item refused and the other created", out)
+			}
+			row, _ := jobs.Encode(tenantRow{N: "t1", T: "acme"})
+			if _, err := env.Engine.Enqueue(t.Context(), jobs.EnqueueRequest{Job: "tsync", Key: "t1", Tenant: "acme", Input: row}); err != nil {
+				t.Fatalf("a tenant-scoped job's enqueue: %v", err)
 			}
 		})
 	}

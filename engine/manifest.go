@@ -296,7 +296,29 @@ func (e *Engine) resolveQueue(ctx context.Context, req *jobs.EnqueueRequest) err
 	case !slices.Contains(qs, req.Queue) && !e.cfg.AllowUndeclared:
 		return jobs.Errorf(jobs.CodeJobUndeclared, "job %q is declared on queue %v, not %q", req.Job, qs, req.Queue)
 	}
+	if req.Tenant != "" && f.noTenant(req.Job) {
+		return jobs.Errorf(jobs.CodeJobTenantMismatch, "enqueue of %q names tenant %q, but the job is declared for no tenant (jobs.NoTenant)", req.Job, req.Tenant)
+	}
 	return nil
+}
+
+// noTenant reports whether every current declaration of job says it has no tenant: a run of it
+// that names a tenant would be refused by its worker before its body runs (X_JOB_TENANT_MISMATCH),
+// so the engine refuses it at enqueue instead, before it holds its key or a slot. A declaration
+// from a build that predates the field reads as tenant-scoped, so during a rolling deploy the
+// worker's check is the one that applies.
+func (f *fleet) noTenant(job string) bool {
+	current := 0
+	for _, d := range f.jobs[job] {
+		if len(d.workers) == 0 {
+			continue
+		}
+		if !d.cfg.NoTenant {
+			return false
+		}
+		current++
+	}
+	return current > 0
 }
 
 // checkPoll refuses a poll of a queue the worker's manifest does not hold.
