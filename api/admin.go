@@ -467,8 +467,9 @@ func (x *runRedactor) summary(s engine.RunSummary) engine.RunSummary {
 	return s
 }
 
-// view redacts a run's view: its links to runs of other tenants (engine.Family.Scoped), and the
-// ids of such runs in its text.
+// view redacts a run's view: its links to runs of other tenants (engine.Family.Scoped), the ids
+// of such runs in its text, and its waiting reason, which becomes the one the engine words for a
+// scoped caller (engine.RunView.WaitingScoped: no queue, worker or limit of the manifest).
 func (x *runRedactor) view(v engine.RunView) engine.RunView {
 	if x == nil {
 		return v
@@ -487,7 +488,7 @@ func (x *runRedactor) view(v engine.RunView) engine.RunView {
 	v.Family = scoped
 	v.RunSummary = x.summary(v.RunSummary)
 	v.EnqueuedBy = x.actor(v.EnqueuedBy)
-	v.Waiting = x.text(v.Waiting)
+	v.Waiting, v.WaitingScoped = x.text(v.WaitingScoped), ""
 	for i := range v.Steps {
 		v.Steps[i].Note = x.text(v.Steps[i].Note)
 	}

@@ -45,6 +45,10 @@ type RunView struct {
 	// Waiting says why a ready or delayed run is not being claimed, when the manifest explains
 	// it: no worker declared its job, or none still alive does (manifest.go).
 	Waiting string `json:"waiting,omitempty"`
+	// WaitingScoped is Waiting as a caller scoped to the run's tenant may read it, who may not
+	// read the fleet's manifest: it names the run's own job and queue only (waitingReason). The
+	// API answers such a caller with it in place of Waiting; it is never encoded itself.
+	WaitingScoped string `json:"-"`
 	// Family links the run to its parent and children (children.go).
 	Family
 	// TraceID is the trace the run was enqueued under, and TraceParent its full W3C context
@@ -131,7 +135,7 @@ func (e *Engine) InspectRun(ctx context.Context, id string) (RunView, error) {
 	v := RunView{RunSummary: Summarize(run), EnqueuedBy: run.EnqueuedBy, Fence: run.Fence, WorkerID: run.WorkerID,
 		LastSeq: run.LastSeq, Steps: []StepView{}, Attempts: []AttemptView{}}
 	v.Input = renderJSON(run.Input)
-	v.Waiting = e.waitingReason(ctx, run)
+	v.Waiting, v.WaitingScoped = e.waitingReason(ctx, run)
 	if v.Family, err = e.family(ctx, id); err != nil {
 		return RunView{}, err
 	}

@@ -380,16 +380,20 @@ func (e *Engine) handBackUndeclared(ctx context.Context, f *fleet, workerID stri
 
 // waitingReason says why a run that is not running waits, when the manifest explains it: no
 // worker declares its job, or none that is still alive does.
-func (e *Engine) waitingReason(ctx context.Context, r store.Run) string {
+//
+// scoped says the same to a caller scoped to the run's tenant, who may not read the fleet's
+// manifest: it names the run's own job and queue only, never the queues the job is declared on, a
+// declaration's time, a worker, or a limit's size, key or value (scopedHandBack).
+func (e *Engine) waitingReason(ctx context.Context, r store.Run) (full, scoped string) {
 	if r.State != store.StateReady && r.State != store.StateDelayed {
-		return ""
+		return "", ""
 	}
 	if n := e.handBackNote(r); n != "" {
-		return n
+		return n, scopedHandBack(n, r)
 	}
 	f, err := e.fleetView(ctx, false)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	now := e.clock.Now()
 	var last time.Time
@@ -401,7 +405,7 @@ func (e *Engine) waitingReason(ctx context.Context, r store.Run) string {
 		declared = true
 		for _, by := range d.workers {
 			if w, ok := f.workers[by.WorkerID]; ok && e.live(w.LastSeen, now) && slices.Contains(w.Queues, r.Queue) {
-				return ""
+				return "", ""
 			}
 			if by.LastSeen.After(last) {
 				last = by.LastSeen
@@ -413,11 +417,35 @@ func (e *Engine) waitingReason(ctx context.Context, r store.Run) string {
 	}
 	if !declared {
 		if qs := f.queues(r.Job); len(qs) > 0 {
-			return "job " + quote(r.Job) + " is declared on queue " + joinQuoted(qs) + ", not " + quote(r.Queue) + ": no worker will claim this run"
+			return "job " + quote(r.Job) + " is declared on queue " + joinQuoted(qs) + ", not " + quote(r.Queue) + ": no worker will claim this run",
+				"no worker declares job " + quote(r.Job) + " on queue " + quote(r.Queue) + ": no worker will claim this run"
 		}
-		return "no worker has declared job " + quote(r.Job) + ": the run waits until a worker that hosts it starts"
+		none := "no worker has declared job " + quote(r.Job) + ": the run waits until a worker that hosts it starts"
+		return none, none
 	}
-	return "no live worker declares job " + quote(r.Job) + " on queue " + quote(r.Queue) + " (last declared " + last.UTC().Format(time.RFC3339) + ")"
+	return "no live worker declares job " + quote(r.Job) + " on queue " + quote(r.Queue) + " (last declared " + last.UTC().Format(time.RFC3339) + ")",
+		"no live worker declares job " + quote(r.Job) + " on queue " + quote(r.Queue)
+}
+
+// scopedHandBack is a hand-back's note ("reason: detail") as a caller scoped to the run's tenant
+// may read it: the reason, then what it means, naming the run's job and queue only. The detail
+// it leaves out names a worker, a limit's size, or a keyed limit's key and the value counted.
+func scopedHandBack(note string, r store.Run) string {
+	reason, _, _ := strings.Cut(note, ": ")
+	var why string
+	switch reason {
+	case handBackJobCap:
+		why = "job " + quote(r.Job) + " was at its fleet concurrency cap"
+	case handBackKeyCap, handBackKeyRate:
+		why = "a keyed limit of job " + quote(r.Job) + " held the run back"
+	case "tenant_cap", "tenant_rate", "global_cap":
+		why = "a worker's own limits held the run back"
+	case handBackUndeclared:
+		why = "the worker that claimed it does not host job " + quote(r.Job) + " on queue " + quote(r.Queue)
+	default:
+		reason, why = handBackOther, "a worker handed the run back"
+	}
+	return reason + ": " + why + " when this run was last claimed; it is tried again shortly"
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }

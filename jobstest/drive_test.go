@@ -145,15 +145,22 @@ type tenantOrder struct {
 // from 250 ms while its tenant stays at the cap: Await moves the clock through every hand-back,
 // the fourth (2 s) as the first, and the runs complete, with the clock moved by seconds, not
 // hours.
+//
+// b is enqueued once a's body runs, not once the store says a is running: the worker gives a
+// claim its tenant's place when the claim reaches it, after the store's row already says running,
+// and a b claimed in between took the place first and ran at once, never handed back.
 func TestAwaitHonoursAWorkerTenantBackoff(t *testing.T) {
 	t.Parallel()
 	var env *jobstest.Env
 	const handBacks = 4 // 250 ms, 500 ms, 1 s, 2 s
+	aRuns := make(chan struct{})
+	var aRan sync.Once
 	held := jobs.MustDefine("drive-tenant-held", func(in tenantOrder) string { return in.ID },
 		jobs.TenantFrom(func(in tenantOrder) string { return in.Tenant }),
 		func(c *jobs.Ctx, in tenantOrder) (string, error) {
 			return jobs.Step(c, "work", func(context.Context) (string, error) {
 				if in.ID == "a" { // holds the tenant's one place until b was handed back enough
+					aRan.Do(func() { close(aRuns) })
 					deadline := time.Now().Add(15 * time.Second)
 					for env.Worker.HandedBack(jobs.DefaultQueue, worker.HandBackTenant) < handBacks && time.Now().Before(deadline) {
 						time.Sleep(time.Millisecond)
@@ -164,7 +171,11 @@ func TestAwaitHonoursAWorkerTenantBackoff(t *testing.T) {
 		})
 	env = jobstest.New(t, jobstest.Options{Worker: worker.Config{Limits: worker.LimitConfig{PerTenant: 1}}}, held)
 	a := jobstest.Enqueue(env, held, tenantOrder{ID: "a", Tenant: "acme"})
-	env.Await(a, store.StateRunning)
+	select {
+	case <-aRuns:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a's body did not start (run %s)", a)
+	}
 	b := jobstest.Enqueue(env, held, tenantOrder{ID: "b", Tenant: "acme"})
 	if got := jobstest.Result(env, held, b); got != "done-b" {
 		t.Fatalf("b: %q", got)

@@ -230,7 +230,7 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	var run store.Run
-	var inspected delay // the delayed row last inspected: once per delay
+	var inspected delay // the delay whose view said why the run waits: settled once per delay
 	handedBack := false
 	for time.Now().Before(deadline) {
 		var err error
@@ -242,9 +242,14 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 		}
 		if run.State == store.StateDelayed {
 			if d := delayOf(run); d != inspected {
-				inspected = d
 				v, err := e.Engine.InspectRun(ctx, runID)
 				handedBack = err == nil && v.DueAt == nil && v.Waiting != ""
+				// The engine notes why a claim was handed back once the hand-back has committed:
+				// a look in between reads the run delayed with nothing said. Only a view that says
+				// why (a note, or a due time) settles the delay; else look again.
+				if handedBack || (err == nil && v.DueAt != nil) {
+					inspected = d
+				}
 			}
 			if handedBack && e.advanceToHandBack(ctx, runID, inspected) {
 				continue

@@ -30,6 +30,7 @@ type Children interface {
 	// FinishedChildrenOfWaiting returns, at most limit, the links of finished children (completed,
 	// failed or cancelled) whose parent holds an open wait for event: the candidates of a parent
 	// the engine may not have told (it tells after the child's final commit, and may stop in
-	// between). Ordered by parent, then child.
+	// between). Ordered by parent, then child. A limit of zero or less means no limit: every
+	// candidate, on every store (storetest Children/FinishedChildrenOfWaitingLimit).
 	FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]ChildLink, error)
 }

@@ -71,7 +71,13 @@ func (s *Store) ParentOf(ctx context.Context, childID string) (store.ChildLink, 
 	return l, true, nil
 }
 
-// FinishedChildrenOfWaiting implements store.Children.
+// FinishedChildrenOfWaiting implements store.Children. A limit of zero or less lists them all:
+// LIMIT NULL is no limit in Postgres (a negative LIMIT is an error).
 func (s *Store) FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]store.ChildLink, error) {
-	return s.childLinks(ctx, "children to tell", sqlChildrenToTell, event, limit)
+	var n *int64
+	if limit > 0 {
+		v := int64(limit)
+		n = &v
+	}
+	return s.childLinks(ctx, "children to tell", sqlChildrenToTell, event, n)
 }

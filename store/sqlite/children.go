@@ -88,7 +88,11 @@ func (s *Store) ParentOf(ctx context.Context, childID string) (store.ChildLink, 
 	return l, true, nil
 }
 
-// FinishedChildrenOfWaiting implements store.Children.
+// FinishedChildrenOfWaiting implements store.Children. A limit of zero or less lists them all
+// (SQLite's LIMIT -1).
 func (s *Store) FinishedChildrenOfWaiting(ctx context.Context, event string, limit int) ([]store.ChildLink, error) {
+	if limit <= 0 {
+		limit = -1
+	}
 	return s.childLinks(ctx, "children to tell", sqlChildrenToTell, event, limit)
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +84,47 @@ var childTests = []test{
 		for _, l := range got {
 			if l.ParentID != got[0].ParentID {
 				t.Fatalf("concurrent links returned parents %s and %s", got[0].ParentID, l.ParentID)
+			}
+		}
+	}},
+
+	// FinishedChildrenOfWaiting lists the finished children of parents that wait on the event,
+	// by parent then child, at most limit; a limit of zero or less lists them all, on every
+	// store (SQLite took a negative one for all and zero for none; Postgres refused a negative
+	// one and took zero for none).
+	{"FinishedChildrenOfWaitingLimit", func(t *testing.T, s store.Store) {
+		const event = "kid.done"
+		waiting(t, s, 1, event, nil, base)
+		waiting(t, s, 2, event, nil, base)
+		waiting(t, s, 3, "other", nil, base)
+		for _, c := range []struct{ parent, child int }{{1, 12}, {1, 11}, {2, 21}, {3, 31}, {1, 13}} {
+			link(t, s, store.ChildLink{ParentID: runID(c.parent), ChildID: runID(c.child), Name: "kid", CreatedAt: appliedAt})
+		}
+		finishedAt(t, s, 11, store.StateCompleted, appliedAt)
+		finishedAt(t, s, 12, store.StateFailed, appliedAt)
+		finishedAt(t, s, 21, store.StateCancelled, appliedAt)
+		finishedAt(t, s, 31, store.StateCompleted, appliedAt) // its parent waits on another event
+		running(t, s, 13)                                     // not finished
+		all := []string{runID(11), runID(12), runID(21)}
+		parentOf := map[string]string{runID(11): runID(1), runID(12): runID(1), runID(21): runID(2)}
+		for _, c := range []struct {
+			limit int
+			want  []string
+		}{{0, all}, {-1, all}, {-500, all}, {2, all[:2]}, {1, all[:1]}, {3, all}, {10, all}} {
+			links, err := s.FinishedChildrenOfWaiting(t.Context(), event, c.limit)
+			if err != nil {
+				t.Errorf("limit %d: %v", c.limit, err)
+				continue
+			}
+			var got []string
+			for _, l := range links {
+				got = append(got, l.ChildID)
+				if want := parentOf[l.ChildID]; l.ParentID != want {
+					t.Errorf("limit %d: child %s has parent %s, want %s", c.limit, l.ChildID, l.ParentID, want)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("limit %d: children %v, want %v", c.limit, got, c.want)
 			}
 		}
 	}},
