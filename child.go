@@ -3,8 +3,9 @@ package jobs
 import "strings"
 
 // Child runs: a run starts a run of another job as a durable call, linked to it as its parent,
-// and may wait for its result. Starting happens once ever per call name (like EnqueueFrom: the
-// engine creates the child under a dedupe id derived from the parent and the call). Waiting
+// and may wait for its result. Starting happens once per call name (like EnqueueFrom: the
+// engine creates the child under a dedupe id derived from the parent and the call), and once
+// more after each operator's retry of the parent from a step before the start. Waiting
 // suspends the parent without holding a worker, like an event wait; the engine wakes it when
 // the child finishes, and the child's outcome is recorded in the parent's history, so a replay
 // reads it back. Cancelling the parent cancels its children, unless they were started Detached.
@@ -56,7 +57,9 @@ type ChildRun[Out any] struct {
 }
 
 // StartChild starts a run of the job as a child of the run c, as the durable call name: once
-// ever per run, however often c is retried or replayed. The child's idempotency key is its
+// per run, however often c is replayed or retried, except that a retry from a step before the
+// start (`jobs retry ID --from-step S`) discards its record, and the start made again starts a
+// new child; the earlier child is left as it is. The child's idempotency key is its
 // job's, as for any enqueue; when a live run outside this parent already holds it, that run is
 // returned, and it is not this run's child (it cannot be awaited, nor is it cancelled with c).
 func (j *Job[In, Out]) StartChild(c *Ctx, name string, in In, opts ...ChildOption) (ChildRun[Out], error) {

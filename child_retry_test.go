@@ -302,11 +302,12 @@ func TestFailedChildCodeIsSaidOnce(t *testing.T) {
 	}
 }
 
-// A retry of a parent from a step before its child's start does not start a new child: the
-// start is the same durable call, and finds the child it made (docs/architecture.md, child
-// runs). The operator's way to re-run a failed child under its parent is to retry the child
-// first, then the parent from a step before its wait: the wait is made again and waits for the
-// child's current life, whose result the parent gets.
+// A retry of a parent from a step after its child's start and before its wait keeps the start
+// (it replays from the history) and makes the wait again. The way to re-run the same failed
+// child under its parent is to retry the child first, then the parent from such a step: the
+// wait is made again and waits for the child's current life, whose result the parent gets. No
+// new child is started (a retry from a step before the start starts one:
+// TestRetryParentFromAStepStartsANewChild).
 func TestRetryParentAfterItsChildFromAStep(t *testing.T) {
 	for _, b := range testenv.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
@@ -324,7 +325,14 @@ func TestRetryParentAfterItsChildFromAStep(t *testing.T) {
 					if _, err := jobs.Step(c, "prep", func(context.Context) (int, error) { return 1, nil }); err != nil {
 						return "", err
 					}
-					return kid.Call(c, "kid", in)
+					h, err := kid.StartChild(c, "kid", in)
+					if err != nil {
+						return "", err
+					}
+					if _, err := jobs.Step(c, "started", func(context.Context) (int, error) { return 1, nil }); err != nil {
+						return "", err
+					}
+					return h.Wait(c)
 				}, jobs.Retry(jobs.RetryPolicy{Attempts: 1}))
 			env.Worker(worker.Config{}, kid, parent)
 			res, err := parent.Enqueue(t.Context(), env.Engine, order{ID: "r1"})
@@ -343,7 +351,7 @@ func TestRetryParentAfterItsChildFromAStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			env.Await(kids[0].ID, store.StateCompleted)
-			if _, err := env.Engine.Retry(t.Context(), engine.RetryRequest{RunID: res.RunID, FromStep: "prep", By: "op"}); err != nil {
+			if _, err := env.Engine.Retry(t.Context(), engine.RetryRequest{RunID: res.RunID, FromStep: "started", By: "op"}); err != nil {
 				t.Fatal(err)
 			}
 			awaitKind(t, env, res.RunID, history.KindRunRetried)

@@ -79,7 +79,7 @@ const (
 	// Child runs.
 	CodeChildFailed Code = "X_CHILD_FAILED"
 	CodeNotChild    Code = "X_NOT_CHILD"
-	// Tenancy: a key or an input that belongs to another tenant.
+	// Tenancy: a dedupe id or an input that belongs to another tenant.
 	CodeKeyTaken          Code = "X_IDEMPOTENCY_KEY_TAKEN"
 	CodeJobTenantMismatch Code = "X_JOB_TENANT_MISMATCH"
 	// Trace and actor (actor.go).
@@ -154,7 +154,7 @@ var codeTable = []CodeInfo{
 	{CodeChildFailed, Terminal, "a child run the run waited for failed or was cancelled; the outcome is recorded, so a retry of the parent sees it again"},
 	{CodeNotChild, Terminal, "a run asked to wait for a run that is not its child"},
 	{CodeJobTenantMismatch, Terminal, "a run's tenant is not the one its job derives from its input, or it names a tenant for a job declared NoTenant: refused at enqueue when the manifest says the job has no tenant, otherwise before the body runs"},
-	{CodeKeyTaken, Terminal, "an enqueue's idempotency key is held by a live run of another tenant: keys are unique per job across tenants, and another tenant's run is never handed back as the caller's"},
+	{CodeKeyTaken, Terminal, "an enqueue's dedupe id names a run of another tenant (dedupe ids are one namespace across tenants), and another tenant's run is never handed back as the caller's; idempotency keys are held per (job, tenant, key) and never refuse an enqueue"},
 	{CodeActorInvalid, Terminal, "an enqueue's actor id is empty, too long, not UTF-8 or holds a control character, or the actor names a tenant the job does not derive from the input (an actor is attribution, never tenancy)"},
 	{CodeStoreLocked, Terminal, "the SQLite database is already open by another engine (its lock file is held); one engine per file, or use Postgres for many"},
 	{CodeEngineUnreachable, Retryable, "the engine's API could not be reached (nothing listens at the address, or the connection failed)"},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/internal/testenv"
@@ -12,10 +13,12 @@ import (
 	"github.com/ultimat3/jobs/worker"
 )
 
-// A key held by a live run of another tenant is refused, in a single and in a bulk enqueue, with
-// a message that names neither that run nor its tenant; the same tenant's enqueue still gets its
-// own live run back. Without the check the caller was handed the other tenant's run as its own.
-func TestAKeyHeldByAnotherTenantIsRefused(t *testing.T) {
+// Idempotency keys are held per (job, tenant, key): a tenant that enqueues another tenant's key
+// first, delayed so that its run stays live, no longer blocks that tenant, whose enqueue gets a
+// run of its own; so does a no-tenant enqueue, and each one's next enqueue is deduped onto its
+// own run only. A bulk call alike, the same key for two tenants in one call included. Before,
+// the other tenant's enqueue was refused X_IDEMPOTENCY_KEY_TAKEN until the squatting run ended.
+func TestEachTenantHoldsItsOwnKey(t *testing.T) {
 	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
 		ctx := context.Background()
 		req := func(key, tenant string) jobs.EnqueueRequest {
@@ -25,37 +28,77 @@ func TestAKeyHeldByAnotherTenantIsRefused(t *testing.T) {
 			}
 			return r
 		}
-		beta, err := env.Engine.Enqueue(ctx, req("onboard:beta", "beta"))
-		if err != nil {
-			t.Fatal(err)
+		squat := req("onboard:beta", "acme")
+		squat.Delay = time.Hour
+		held, err := env.Engine.Enqueue(ctx, squat)
+		if err != nil || held.Deduped {
+			t.Fatalf("acme's enqueue of beta's key: %+v %v", held, err)
 		}
-		same, err := env.Engine.Enqueue(ctx, req("onboard:beta", "beta"))
-		if err != nil || !same.Deduped || same.RunID != beta.RunID {
-			t.Fatalf("the same tenant's enqueue: %+v %v, want beta's run back, deduped", same, err)
-		}
-		for _, other := range []string{"acme", ""} {
-			res, err := env.Engine.Enqueue(ctx, req("onboard:beta", other))
-			if !jobs.HasCode(err, jobs.CodeKeyTaken) {
-				t.Fatalf("tenant %q enqueuing beta's key: %+v %v, want X_IDEMPOTENCY_KEY_TAKEN", other, res, err)
+		own := map[string]string{"acme": held.RunID}
+		for _, tenant := range []string{"beta", ""} {
+			res, err := env.Engine.Enqueue(ctx, req("onboard:beta", tenant))
+			if err != nil || res.Deduped || res.RunID == held.RunID {
+				t.Fatalf("tenant %q enqueuing beside acme's live run of the key: %+v %v, want a run of its own", tenant, res, err)
 			}
-			if strings.Contains(err.Error(), beta.RunID) || strings.Contains(err.Error(), `"beta"`) {
-				t.Fatalf("the refusal names the other tenant's run or tenant: %v", err)
+			own[tenant] = res.RunID
+		}
+		for tenant, id := range own {
+			res, err := env.Engine.Enqueue(ctx, req("onboard:beta", tenant))
+			if err != nil || !res.Deduped || res.RunID != id {
+				t.Fatalf("tenant %q enqueuing again: %+v %v, want its own run %s, deduped", tenant, res, err, id)
+			}
+			if run, err := env.Store.RunGet(ctx, id); err != nil || run.Tenant != tenant || run.NoTenant != (tenant == "") {
+				t.Fatalf("tenant %q's run %s: %+v %v", tenant, id, run, err)
 			}
 		}
 		items, err := env.Engine.EnqueueMany(ctx, []jobs.EnqueueRequest{
-			req("onboard:beta", "acme"), req("onboard:acme", "acme"), req("onboard:acme", "gamma")})
+			req("onboard:beta", "beta"), req("onboard:gamma", "acme"), req("onboard:gamma", "gamma"),
+			req("onboard:gamma", ""), req("onboard:gamma", "gamma")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !jobs.HasCode(items[0].Error, jobs.CodeKeyTaken) || items[0].RunID != "" {
-			t.Fatalf("bulk item on beta's key: %+v, want X_IDEMPOTENCY_KEY_TAKEN and no run", items[0])
+		if items[0].Error != nil || !items[0].Deduped || items[0].RunID != own["beta"] {
+			t.Fatalf("bulk item on beta's key for beta: %+v, want beta's run, deduped", items[0])
 		}
-		if items[1].Error != nil || items[1].Deduped || items[1].RunID == "" {
-			t.Fatalf("bulk item on a free key: %+v, want a new run", items[1])
+		seen := map[string]bool{}
+		for i, it := range items[1:4] {
+			if it.Error != nil || it.Deduped || it.RunID == "" || seen[it.RunID] {
+				t.Fatalf("bulk item %d, one key for three tenants: %+v, want a run of its own", i+1, it)
+			}
+			seen[it.RunID] = true
 		}
-		// The same key twice in one call for two tenants: the second is not handed the first's run.
-		if !jobs.HasCode(items[2].Error, jobs.CodeKeyTaken) || items[2].RunID != "" {
-			t.Fatalf("bulk item on a key an earlier item took for another tenant: %+v", items[2])
+		if items[4].Error != nil || !items[4].Deduped || items[4].RunID != items[2].RunID {
+			t.Fatalf("bulk item on a key an earlier item took for the same tenant: %+v, want %s", items[4], items[2].RunID)
+		}
+	})
+}
+
+// What still refuses another tenant's run: a dedupe id. Ids are one namespace across tenants, so
+// an id another tenant's enqueue recorded names that tenant's run; the caller is refused
+// X_IDEMPOTENCY_KEY_TAKEN, with a message that names neither that run nor its tenant, rather than
+// handed the run as its own.
+func TestADedupeIdOfAnotherTenantsRunIsRefused(t *testing.T) {
+	testenv.EachBackend(t, testenv.Options{}, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		req := jobs.EnqueueRequest{Job: "onboard", Key: "k1", Tenant: "beta", Input: []byte{0xc0}, DedupeID: "d-1"}
+		beta, err := env.Engine.Enqueue(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := env.Engine.Enqueue(ctx, req); err != nil || !again.Deduped || again.RunID != beta.RunID {
+			t.Fatalf("beta's resend: %+v %v, want beta's run, deduped", again, err)
+		}
+		for _, other := range []jobs.EnqueueRequest{
+			{Job: "onboard", Key: "k2", Tenant: "acme", Input: []byte{0xc0}, DedupeID: "d-1"},
+			{Job: "onboard", Key: "k1", NoTenant: true, Input: []byte{0xc0}, DedupeID: "d-1"},
+		} {
+			res, err := env.Engine.Enqueue(ctx, other)
+			if !jobs.HasCode(err, jobs.CodeKeyTaken) || res.RunID != "" {
+				t.Fatalf("tenant %q sending beta's dedupe id: %+v %v, want X_IDEMPOTENCY_KEY_TAKEN", other.Tenant, res, err)
+			}
+			if strings.Contains(err.Error(), beta.RunID) || strings.Contains(err.Error(), "beta") {
+				t.Fatalf("the refusal names the other tenant's run or tenant: %v", err)
+			}
 		}
 	})
 }

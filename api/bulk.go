@@ -130,7 +130,8 @@ func checkEnqueue(r *http.Request, req jobs.EnqueueRequest) error {
 	}
 	if strings.HasPrefix(req.DedupeID, reservedDedupe) {
 		return jobs.Errorf(jobs.CodeBadRequest, "dedupeId %q begins with %q, the engine's own namespace: "+
-			"the engine dedupes a run's durable enqueues and child starts under call:<run>/<call name>, "+
+			"the engine dedupes a run's durable enqueues and child starts under call:<run>/<call name> "+
+			"(call:<run>@<generation>/<call name> after a retry from a step), "+
 			"and a run enqueued under one would take that call's place; choose a dedupe id of your own", req.DedupeID, reservedDedupe)
 	}
 	return checkEnqueueScope(r, req.Tenant, req.NoTenant)

@@ -34,7 +34,7 @@ func TestMadeUpQueuesShareOneMetricsLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(acme.Close)
-	testenv.Declare(t, env.Engine, "w1", testenv.Untyped("parcel", "parcels"))
+	testenv.Declare(t, env.Engine, "w1", testenv.UntypedTenanted("parcel", "parcels"))
 	ctx := context.Background()
 	enqueue := func(job, queue, key string) string {
 		t.Helper()

@@ -261,9 +261,9 @@ type Backfill[Row any] struct {
 
 // Define declares a backfill. name is required and is also the idempotency key of its runs
 // (Declaration.Key): re-enqueueing a live pass returns that pass. A PerTenant backfill's key is the
-// name and the tenant, so each tenant has its own live pass: keys are unique per job across
-// tenants, and with the name alone one tenant's live pass would refuse every other tenant's
-// enqueue (X_IDEMPOTENCY_KEY_TAKEN). tenant is required as on a job.
+// name and the tenant, chosen when keys were unique per job across tenants; keys are now held per
+// (job, tenant, key), and the key stays as it was so that passes enqueued before and after dedupe
+// alike. tenant is required as on a job.
 //
 //	var Slugs = backfill.MustDefine("rewrite-slugs", backfill.AllTenants(),
 //		keyset.SQL(db, keyset.Query{Table: "posts", Keys: []string{"id"}, Columns: []string{"id", "title"}}, scanPost),

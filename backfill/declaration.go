@@ -52,8 +52,8 @@ func (d Declaration) Sum() string {
 
 // Key is the idempotency key of a pass of the backfill for tenant: the name for a backfill
 // declared AllTenants (one live pass), the name and the tenant for one declared PerTenant (one
-// live pass per tenant; keys are unique per job across tenants, so with the name alone one
-// tenant's live pass would refuse every other tenant's enqueue). Anything that enqueues a pass by
+// live pass per tenant; the tenant in the key dates from when keys were unique per job across
+// tenants, and is kept so that passes enqueued before and after dedupe alike). Anything that enqueues a pass by
 // hand (the CLI's --write) sends this key, so it finds the live pass an application enqueued.
 func (d Declaration) Key(tenant string) string { return passKey(d.Name, d.Tenant, tenant) }
 

@@ -15,7 +15,8 @@ type BulkCreate func(ctx context.Context, ps []store.CreateRunParams) ([]store.C
 
 // EnqueueMany implements jobs.BulkEnqueuer: every item is checked as Enqueue checks it (a refused
 // item is answered with its error and the others go on), and the accepted ones are created in one
-// transaction with the store's bulk write. Idempotency is per item.
+// transaction with the store's bulk write. Idempotency is per item and per tenant: two items with
+// one (job, key) for two tenants are two runs.
 //
 // Dedupe ids are refused per item: they are written one transaction per id (RunCreateOnce), and
 // a bulk call that quietly split into one transaction per item would not be the call it says
@@ -67,7 +68,7 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 	kick := false
 	var ready map[string]int // new runs ready now, by queue
 	for k, i := range idx {
-		if err := heldByAnotherTenant(ps[k], res[k]); err != nil {
+		if err := notTheCallers(reqs[i], ps[k], res[k]); err != nil {
 			out[i].Error = jobs.AsError(err)
 			continue
 		}
@@ -92,9 +93,9 @@ func (e *Engine) EnqueueManyIn(ctx context.Context, create BulkCreate, reqs []jo
 	return out, nil
 }
 
-// orderIDs hands the batch's run ids out again so that id order is (job, key) order. Every id
-// of a batch is made at one instant, so which item holds which is free; the store writes a batch
-// in (job, key) order (two batches holding overlapping keys then lock in one order), and with
+// orderIDs hands the batch's run ids out again so that id order is (job, key, tenant) order. Every
+// id of a batch is made at one instant, so which item holds which is free; the store writes a
+// batch in (job, key, tenant) order (two batches holding overlapping keys then lock in one order), and with
 // ids in that order too every index of runs and history (the primary keys, the listings' (…, id)
 // entries, the claim's) receives the batch in ascending order: each entry goes to the rightmost
 // leaf, which Postgres reaches without a descent and splits without leaving half-empty pages,
@@ -108,7 +109,7 @@ func orderIDs(ps []store.CreateRunParams) {
 	slices.Sort(ids)
 	slices.SortStableFunc(order, func(a, b int) int {
 		ra, rb := &ps[a].Run, &ps[b].Run
-		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key))
+		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key), cmp.Compare(ra.Tenant, rb.Tenant))
 	})
 	for j, i := range order {
 		ps[i].Run.ID = ids[j]

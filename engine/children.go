@@ -42,14 +42,14 @@ func runIDFor(ctx context.Context, now time.Time) string {
 
 // linkChild links the run an enqueue returned to the parent. A run the enqueue found live under
 // its key, started by someone else, is not the parent's to link (it would be cancelled with a
-// parent it never had): only a run this call created is linked, which its id says (runIDFor).
-// Its EnqueuedBy ("run:<parent>") says the same but proves nothing: it is attribution, which any
-// caller may write.
-func (e *Engine) linkChild(ctx context.Context, parentID, name string, res jobs.EnqueueResult, detached bool) error {
+// parent it never had): only a run this call created is linked, which its id says (runIDFor,
+// seeded by the call's id: callIDIn). Its EnqueuedBy ("run:<parent>") says the same but
+// proves nothing: it is attribution, which any caller may write.
+func (e *Engine) linkChild(ctx context.Context, parentID, name, id string, res jobs.EnqueueResult, detached bool) error {
 	if res.RunID == "" {
 		return nil // staged in a transaction: there is no run to link (not reached from a run)
 	}
-	if res.Deduped && !uuid7.HasSeed(res.RunID, callID(parentID, name)) {
+	if res.Deduped && !uuid7.HasSeed(res.RunID, id) {
 		return nil
 	}
 	_, err := e.store.ChildLinkAdd(ctx, store.ChildLink{ParentID: parentID, ChildID: res.RunID, Name: name,

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/ultimat3/jobs"
@@ -17,6 +18,56 @@ import (
 // no-op: RunPublish ignores a kept event id, RunCreateOnce returns the run made under the id.
 func callID(runID, name string) string { return "call:" + runID + "/" + name }
 
+// callIDIn is the id of durable call name of run runID in the run's retry generation gen: the
+// seq of the newest RunRetried from a step in its history (callGeneration). A retry from a step
+// discards the call's record when the step came before it, and the body makes the call again
+// ("the step and those after run again"): under callID alone a child start found the child made
+// before (a failed one failed the parent again), an enqueue the run it enqueued, and a publish
+// was dropped as a kept event id, each until the dedupe retention or the lookback forgot the id.
+// Naming the generation, the call is made anew, while a resend of it, or the same call after a
+// plain retry (which begins no generation), keeps the generation's id and finds that effect.
+// Generation 0, a run never retried from a step, keeps callID, so a run in flight across an
+// upgrade keeps its children and ids. The generation sits where the run id ends: run ids are the
+// engine's UUIDs (no '@' nor '/'), while a call name may hold any character, so no name can make
+// a generation's id, nor another generation's or run's.
+func callIDIn(runID, name string, gen int64) string {
+	if gen == 0 {
+		return callID(runID, name)
+	}
+	return "call:" + runID + "@" + strconv.FormatInt(gen, 10) + "/" + name
+}
+
+// callGeneration is run runID's retry generation (callIDIn), from its ledger: the engine's
+// own fold of the history, never anything the worker sent (its after_seq included: a resend's
+// is behind the history when its first send landed, and a hostile one could name a seq before
+// the newest retry). The ledger is brought up to lastSeq at least, the run's last seq as the
+// caller read it with the claim's check: no retry is appended while the claim is held, so the
+// history to lastSeq holds the newest one. A record costs no history read for it: the ledger
+// is at the record's after_seq already (checkBeforeEffects), which is the run's last seq, except
+// for a resend whose first send landed and was not folded.
+func (e *Engine) callGeneration(ctx context.Context, runID string, lastSeq int64) (int64, error) {
+	l, ok := e.ledgers.Get(runID)
+	if !ok {
+		l = newLedger()
+		if prev, found, _ := e.ledgers.PeekOrAdd(runID, l); found {
+			l = prev
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seq < lastSeq {
+		events, err := e.store.HistoryRead(ctx, runID, l.seq, 0)
+		if err == nil {
+			err = l.fold(events)
+		}
+		if err != nil {
+			e.ledgers.Remove(runID) // possibly half-folded: start afresh next time
+			return 0, err
+		}
+	}
+	return l.retried, nil
+}
+
 // effects carries out the record's publishes and enqueues before the record is committed, and
 // returns the record with their outcomes in each command's Effect. Effects cannot share the
 // record's transaction (the group commit batches many runs' records), so they are made
@@ -26,6 +77,8 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 	// fresh: nothing was carried out since the run was last read running at the record's
 	// fence (holds, or an enqueue's re-read).
 	fresh := false
+	gen := int64(-1) // the run's retry generation, read for its first publish or enqueue
+	var held int64   // the run's last seq, read with the claim's check
 	for i, c := range req.Commands {
 		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue && c.Kind != frontend.CmdAwaitChild {
 			continue
@@ -37,13 +90,25 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			return req, err
 		}
 		if !checked {
-			if err := e.holds(ctx, req); err != nil {
+			run, err := e.heldRun(ctx, req)
+			if err != nil {
 				return req, err
 			}
+			held = run.LastSeq
 			checked, fresh = true, true
 			req.Commands = append([]frontend.Command(nil), req.Commands...) // the caller's slice stays as sent
 		}
-		id := callID(req.RunID, c.Name)
+		var id string
+		if c.Kind != frontend.CmdAwaitChild { // an await names its child's run, not an id
+			if gen < 0 {
+				g, err := e.callGeneration(ctx, req.RunID, held)
+				if err != nil {
+					return req, err
+				}
+				gen = g
+			}
+			id = callIDIn(req.RunID, c.Name, gen)
+		}
 		var out frontend.Effect
 		if c.Effect != nil {
 			out = *c.Effect
@@ -51,22 +116,25 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		out.EventID, out.RunID, out.Outcome = "", "", nil
 		switch c.Kind {
 		case frontend.CmdPublish:
-			// An event cannot be taken back, and the store's publish cannot be made on the
-			// condition of the run's fence: look at the run again right before it when an
-			// effect since the last look may have let a cancel in.
+			// An event cannot be taken back, so it is published on the condition of the
+			// record's claim, which the store checks in the publish's own transaction: a cancel
+			// or another claim committed since the last look refuses it (X_ABORTED,
+			// X_JOB_LEASE_LOST) and nothing is published. The look again after another effect
+			// only stops the record before it tries.
 			if !fresh {
 				if err := e.holds(ctx, req); err != nil {
 					return req, err
 				}
 			}
 			fresh = false
-			publish := e.signals.PublishID
+			under := store.Lease{RunID: req.RunID, Fence: req.Fence}
+			var pub signals.Published
+			var err error
 			if c.Matched {
-				publish = func(ctx context.Context, id, name string, payload []byte) (signals.Published, error) {
-					return e.signals.PublishPairs(ctx, id, name, payload, c.Match)
-				}
+				pub, err = e.signals.PublishPairsUnder(ctx, under, id, c.Event, c.Output, c.Match)
+			} else {
+				pub, err = e.signals.PublishIDUnder(ctx, under, id, c.Event, c.Output)
 			}
-			pub, err := publish(ctx, id, c.Event, c.Output)
 			if err != nil {
 				return req, err
 			}
@@ -84,7 +152,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 					return req, err
 				}
 				out.RunID = res.RunID
-				if err := e.linkChild(ctx, req.RunID, c.Name, res, out.Detached); err != nil {
+				if err := e.linkChild(ctx, req.RunID, c.Name, id, res, out.Detached); err != nil {
 					return req, err
 				}
 				if res.RunID != "" {
@@ -101,7 +169,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			}
 			out.RunID = res.RunID
 			if out.Child { // detached
-				if err := e.linkChild(ctx, req.RunID, c.Name, res, out.Detached); err != nil {
+				if err := e.linkChild(ctx, req.RunID, c.Name, id, res, out.Detached); err != nil {
 					return req, err
 				}
 			}
@@ -149,10 +217,11 @@ func (e *Engine) heldRun(ctx context.Context, req frontend.RecordRequest) (store
 }
 
 // enqueueUnderLiveRun makes a plain enqueue (or a detached child's start) of req's run, as
-// Engine.Enqueue does, and looks at the enqueuing run again before it wakes a poller for the new
-// run. A cancel of the enqueuing run that committed after the record's claim check (holds) and
-// before the enqueue refuses the record (X_ABORTED), yet the enqueued run would be created and
-// run to its end, attributed to a run whose history never shows the call. Either the cancel
+// Engine.Enqueue does (enqueueCreate), and looks at the enqueuing run again before it wakes a
+// poller for the new run (wakeCreated). A cancel of the enqueuing run that committed after the
+// record's claim check (holds) and before the enqueue refuses the record (X_ABORTED), yet the
+// enqueued run would be created and run to its end, attributed to a run whose history never
+// shows the call. Either the cancel
 // commits after this read, and the enqueue came before it (like any enqueued run, it outlives
 // its enqueuer's cancel), or this read sees it and cancels the run this call created. A run the
 // call was deduped onto (a live run holding the key, or the run an earlier pass of the same call
@@ -165,15 +234,8 @@ func (e *Engine) heldRun(ctx context.Context, req frontend.RecordRequest) (store
 // refused at its first record or heartbeat (X_ABORTED). Closing it fully takes a create made in
 // one transaction with a check of the enqueuer's fence, which the store does not offer.
 func (e *Engine) enqueueUnderLiveRun(ctx context.Context, req frontend.RecordRequest, ereq jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
-	p, err := e.PrepareRun(ctx, ereq, e.clock.Now())
+	p, res, err := e.enqueueCreate(ctx, ereq)
 	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	res, err := e.createFor(ctx, ereq, p)
-	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if err := heldByAnotherTenant(p, res); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	out := jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}
@@ -194,11 +256,7 @@ func (e *Engine) enqueueUnderLiveRun(ctx context.Context, req frontend.RecordReq
 	}
 	// Woken as Engine.Enqueue wakes, whatever the read said: a run created for a claim lost to
 	// an expired lease is the one the claim's next pass is answered (see above).
-	if p.Timer != nil {
-		e.timers.Kick()
-	} else {
-		e.matching.WakeQueue(p.Run.Queue, 1)
-	}
+	e.wakeCreated(p, res)
 	return out, err
 }
 

@@ -342,39 +342,64 @@ func (e *Engine) woke(w []store.Woken) {
 	}
 }
 
-// Enqueue starts a run, or returns the live run holding the same (job, key).
+// Enqueue starts a run, or returns the live run of the same tenant (or of no tenant, for a
+// no-tenant enqueue) holding the same (job, key): a key is held per (job, tenant, key)
+// (store.LiveKey), so another tenant's run never answers it.
 func (e *Engine) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
-	p, err := e.PrepareRun(ctx, req, e.clock.Now())
+	p, res, err := e.enqueueCreate(ctx, req)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	res, err := e.createFor(ctx, req, p)
-	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if err := heldByAnotherTenant(p, res); err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if !res.Deduped {
-		if p.Timer != nil {
-			e.timers.Kick()
-		} else {
-			e.matching.WakeQueue(p.Run.Queue, 1)
-		}
-	}
+	e.wakeCreated(p, res)
 	return jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}, nil
 }
 
-// heldByAnotherTenant refuses an enqueue whose key a live run of another tenant holds. Keys are
-// unique per job across tenants (one live run per (job, key)), so the enqueue cannot create its
-// run, and it must not be handed the other tenant's run either: a tenant-scoped caller would learn
-// the id of a run it may not see, and a caller enqueuing for one tenant would take another
-// tenant's run for its own. The message names neither that run nor its tenant.
-func heldByAnotherTenant(p store.CreateRunParams, res store.CreateRunResult) error {
-	if !res.Deduped || store.SameTenant(res.Run, p.Run) {
-		return nil
+// enqueueCreate is Enqueue without its wake: the run prepared and created, or the run found in
+// its place, the caller's own (notTheCallers). enqueueUnderLiveRun wakes only after a look at
+// its enqueuer.
+func (e *Engine) enqueueCreate(ctx context.Context, req jobs.EnqueueRequest) (store.CreateRunParams, store.CreateRunResult, error) {
+	p, err := e.PrepareRun(ctx, req, e.clock.Now())
+	if err != nil {
+		return p, store.CreateRunResult{}, err
 	}
-	return jobs.Errorf(jobs.CodeKeyTaken, "enqueue of %q: the idempotency key %q is held by a live run of another tenant", p.Run.Job, p.Run.Key)
+	res, err := e.createFor(ctx, req, p)
+	if err != nil {
+		return p, store.CreateRunResult{}, err
+	}
+	if err := notTheCallers(req, p, res); err != nil {
+		return p, store.CreateRunResult{}, err
+	}
+	return p, res, nil
+}
+
+// wakeCreated tells whoever runs a run enqueueCreate created: the timer service for a delayed
+// run, one poll of its queue for a ready one. A run found in its place is no news.
+func (e *Engine) wakeCreated(p store.CreateRunParams, res store.CreateRunResult) {
+	switch {
+	case res.Deduped:
+	case p.Timer != nil:
+		e.timers.Kick()
+	default:
+		e.matching.WakeQueue(p.Run.Queue, 1)
+	}
+}
+
+// notTheCallers refuses a run found for an enqueue that is another tenant's. A key never finds
+// one: a live run holds its key for its own tenant only (store.LiveKey), and every store answers
+// an enqueue's key with its own tenant's run or none. A dedupe id can: ids are one namespace
+// across tenants, and an id another tenant's enqueue recorded names that tenant's run, whatever
+// tenant the request names. The caller is not handed it (a tenant-scoped caller would learn the
+// id of a run it may not see, and take another tenant's run for its own): X_IDEMPOTENCY_KEY_TAKEN,
+// naming neither that run nor its tenant. Without a dedupe id the store broke its contract
+// (X_INVARIANT), and the run is not handed out either.
+func notTheCallers(req jobs.EnqueueRequest, p store.CreateRunParams, res store.CreateRunResult) error {
+	switch {
+	case !res.Deduped || store.SameTenant(res.Run, p.Run):
+		return nil
+	case req.DedupeID != "":
+		return jobs.Errorf(jobs.CodeKeyTaken, "enqueue of %q: the dedupe id %q names a run of another tenant", p.Run.Job, req.DedupeID)
+	}
+	return jobs.Errorf(jobs.CodeInvariant, "enqueue of %q: the store answered the key %q with a run of another tenant", p.Run.Job, p.Run.Key)
 }
 
 // PrepareRun validates an enqueue and builds the run it creates at now, with its RunStarted

@@ -35,6 +35,9 @@ type ledger struct {
 	// (Task.Tail), which resumes its parked body from it instead of reading the history
 	// (wokeTail).
 	woke []history.Event
+	// retried is the seq of the newest RunRetried from a step (FromSeq > 0), 0 when there is
+	// none: the generation a publish or enqueue made since then names (callIDIn).
+	retried int64
 }
 
 // versionKey is a change point's key among a ledger's names. Change ids are their own namespace
@@ -99,6 +102,7 @@ func (l *ledger) fold(events []history.Event) error {
 			// Retrying from a step discards the calls recorded from it on: their names may be
 			// recorded again.
 			if from := p.(history.RunRetried).FromSeq; from > 0 {
+				l.retried = ev.Seq
 				for name, seq := range l.names {
 					if seq >= from {
 						delete(l.names, name)

@@ -4,8 +4,9 @@ import "time"
 
 // Effect is what a durable call acting beyond its run asks (CmdPublish, CmdEnqueue), and, once
 // the engine carried it out, what came of it. The engine does the effect under an id derived
-// from (run id, call name) before it records the call, so a call retried before its record
-// landed (a lost lease, a store that failed) repeats the same effect instead of a second one.
+// from (run id, call name, the run's retry generation) before it records the call, so a call
+// retried before its record landed (a lost lease, a store that failed) repeats the same effect
+// instead of a second one, while a call made again after a retry from an earlier step is made anew.
 type Effect struct {
 	// CmdEnqueue: the run to enqueue.
 	Job      string        `msgpack:"job,omitempty"`

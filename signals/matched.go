@@ -7,6 +7,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/codec"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/store"
 )
 
 // Match fields given beside the payload. The store matches waits on an event's fields (sorted
@@ -28,13 +29,23 @@ func (s *Service) PublishMatched(ctx context.Context, id, name string, payload [
 	if Reserved(name) {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
 	}
-	return s.publish(ctx, id, name, payload, func() ([]string, error) { return s.fields(name, payload, match) })
+	return s.publish(ctx, nil, id, name, payload, func() ([]string, error) { return s.fields(name, payload, match) })
 }
 
 // PublishPairs is PublishMatched with the match fields already in their canonical form (sorted
 // "name=value" pairs, history.MatchKeys), as a run's durable publish sends them: the engine
 // checks the form, since a pair out of it would never match, or match wrongly.
 func (s *Service) PublishPairs(ctx context.Context, id, name string, payload []byte, pairs []string) (Published, error) {
+	return s.publishPairs(ctx, nil, id, name, payload, pairs)
+}
+
+// PublishPairsUnder is PublishPairs made by a run under its claim, as PublishIDUnder is
+// PublishID: nothing is published unless the run still holds the claim at the publish's commit.
+func (s *Service) PublishPairsUnder(ctx context.Context, under store.Lease, id, name string, payload []byte, pairs []string) (Published, error) {
+	return s.publishPairs(ctx, &under, id, name, payload, pairs)
+}
+
+func (s *Service) publishPairs(ctx context.Context, under *store.Lease, id, name string, payload []byte, pairs []string) (Published, error) {
 	if Reserved(name) {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
 	}
@@ -55,7 +66,7 @@ func (s *Service) PublishPairs(ctx context.Context, id, name string, payload []b
 			return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: match fields are not sorted and unique (%q, then %q)", name, pairs[i-1], p)
 		}
 	}
-	return s.publish(ctx, id, name, payload, func() ([]string, error) { return pairs, nil })
+	return s.publish(ctx, under, id, name, payload, func() ([]string, error) { return pairs, nil })
 }
 
 // fields returns the match fields of an event: match's when given, else the payload's own.

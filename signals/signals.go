@@ -60,6 +60,18 @@ func (s *Service) PublishID(ctx context.Context, id, name string, payload []byte
 	return s.PublishSystem(ctx, id, name, payload)
 }
 
+// PublishIDUnder is PublishID made by a run under its claim (a run's durable publish): the store
+// publishes only while the run is running under under.Fence, checked in the publish's own
+// transaction, and otherwise refuses it with the error the run's record would get (X_ABORTED
+// when cancelled, X_JOB_LEASE_LOST), publishing nothing. The claim is checked before the id: a
+// publish whose id is kept is refused too once the claim no longer holds (store.PublishParams).
+func (s *Service) PublishIDUnder(ctx context.Context, under store.Lease, id, name string, payload []byte) (Published, error) {
+	if Reserved(name) {
+		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "event %q: names starting with %q are the engine's own", name, ReservedPrefix)
+	}
+	return s.publish(ctx, &under, id, name, payload, func() ([]string, error) { return s.fields(name, payload, nil) })
+}
+
 // ReservedPrefix starts the names of the events only the engine publishes (jobs.ChildEvent): a
 // client or a run cannot forge a child's outcome.
 const ReservedPrefix = "jobs:"
@@ -69,11 +81,12 @@ func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix)
 
 // PublishSystem is PublishID without the reserved-name check: for the engine's own events.
 func (s *Service) PublishSystem(ctx context.Context, id, name string, payload []byte) (Published, error) {
-	return s.publish(ctx, id, name, payload, func() ([]string, error) { return s.fields(name, payload, nil) })
+	return s.publish(ctx, nil, id, name, payload, func() ([]string, error) { return s.fields(name, payload, nil) })
 }
 
-// publish stores and delivers one event; fields returns its match fields (matched.go).
-func (s *Service) publish(ctx context.Context, id, name string, payload []byte, fields func() ([]string, error)) (Published, error) {
+// publish stores and delivers one event; fields returns its match fields (matched.go). under,
+// when not nil, is the claim the publish is conditional on (store.PublishParams.Under).
+func (s *Service) publish(ctx context.Context, under *store.Lease, id, name string, payload []byte, fields func() ([]string, error)) (Published, error) {
 	if name == "" {
 		return Published{}, jobs.Errorf(jobs.CodeBadRequest, "an event needs a name")
 	}
@@ -98,7 +111,7 @@ func (s *Service) publish(ctx context.Context, id, name string, payload []byte, 
 	if id == "" {
 		id = uuid7.New(now)
 	}
-	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: pairs, Now: now})
+	res, err := s.cfg.Store.RunPublish(ctx, store.PublishParams{ID: id, Name: name, Payload: payload, Fields: pairs, Now: now, Under: under})
 	if err != nil {
 		return Published{}, err
 	}

@@ -18,10 +18,9 @@ func RetriedAttempt(r Run) int {
 	return max(r.Attempt, 1)
 }
 
-// RetryKeyHeld is the one wording of a retry refused because a live run took the run's
-// idempotency key meanwhile, shared by every backend. It names no run but the one retried: the
-// holder may be another tenant's, and a tenant-scoped caller is never shown another tenant's run
-// id (an enqueue refused for the same reason names neither that run nor its tenant).
+// RetryKeyHeld is the one wording of a retry refused because a live run of the run's own tenant
+// took its idempotency key (Run.LiveKey) meanwhile, shared by every backend; another tenant's live
+// run under the same (Job, Key) does not hold it. It names no run but the one retried.
 func RetryKeyHeld(runID string) error {
 	return jobs.Errorf(jobs.CodeJobNotRetryable, "run %s: its idempotency key is held by a live run", runID)
 }

@@ -40,8 +40,8 @@ const (
 var States = []State{StateReady, StateDelayed, StateRunning, StateSuspended, StateBlocked,
 	StateCompleted, StateFailed, StateCancelled}
 
-// Live reports whether s holds the run's idempotency key: a second enqueue with the same key
-// while the run is live returns this run.
+// Live reports whether s holds the run's idempotency key: a second enqueue of the same tenant
+// with the same key while the run is live returns this run.
 func (s State) Live() bool {
 	return s == StateReady || s == StateDelayed || s == StateRunning || s == StateSuspended
 }
@@ -112,7 +112,8 @@ type Wait struct {
 
 // CreateRunParams creates one run. Run.ID, Job, Queue, Key, State (ready or delayed), ReadyAt and
 // CreatedAt are set by the caller; Started is the RunStarted event (seq 1). A delayed run has
-// Timer set.
+// Timer set. A run's idempotency key is its (Job, Tenant, Key), a no-tenant run's Tenant being ""
+// (LiveKey): one live run per tenant holds a key, and another tenant's never stands in for it.
 type CreateRunParams struct {
 	Run     Run
 	Started history.Event
@@ -122,8 +123,8 @@ type CreateRunParams struct {
 // CreateRunResult is one run created or found.
 type CreateRunResult struct {
 	Run Run
-	// Deduped is true when a live run with the same (Job, Key) existed; Run is that run and
-	// nothing was written.
+	// Deduped is true when a live run with the same (Job, Tenant, Key) existed; Run is that run
+	// (always of the same tenant, or of no tenant for a no-tenant run) and nothing was written.
 	Deduped bool
 }
 
@@ -274,6 +275,13 @@ type PublishParams struct {
 	// Fields are the payload's canonical field pairs, sorted (history.FieldKeys).
 	Fields []string
 	Now    time.Time
+	// Under, when set, is the claim of the run that publishes the event (a run's durable
+	// publish): the publish applies only if that run is still running under that fence, checked
+	// in the publish's own transaction. Otherwise it is refused with the error the run's record
+	// would get (FenceRefusal: X_ABORTED when cancelled, X_JOB_LEASE_LOST; X_RUN_NOT_FOUND), and
+	// nothing is published, delivered or changed. The condition is checked before the id: a
+	// publish whose id is kept is refused too when its claim no longer holds. Nil checks nothing.
+	Under *Lease
 }
 
 // PublishResult says what a publish did.
@@ -334,8 +342,9 @@ type Store interface {
 
 	BulkCreator // many runs in one transaction (bulk.go)
 	// RunCreate creates runs, each with its RunStarted event, in one transaction. A run whose
-	// (Job, Key) is held by a live run is not created: the live run is returned, Deduped. Two
-	// concurrent creates with the same (Job, Key) create exactly one run.
+	// (Job, Tenant, Key) is held by a live run is not created: the live run is returned, Deduped.
+	// Two concurrent creates with the same (Job, Tenant, Key) create exactly one run; two with the
+	// same (Job, Key) for two tenants create one run each.
 	RunCreate(ctx context.Context, runs []CreateRunParams) ([]CreateRunResult, error)
 
 	// RunClaim claims ready runs in the fair claim order (rotating across each queue's tenants,
@@ -402,7 +411,10 @@ type Store interface {
 
 	// RunPublish stores the event (kept for the lookback window) and delivers it to every
 	// registered wait it matches: EventReceived is appended, the run's timers and waits are
-	// removed, the delivery is recorded and the run becomes ready.
+	// removed, the delivery is recorded and the run becomes ready. A publish of an id still kept
+	// does nothing. With p.Under set, it applies only while the publishing run holds that claim
+	// (see PublishParams.Under), and a cancel or a claim that commits concurrently is ordered
+	// either before the check (the publish is refused) or after the publish's commit.
 	RunPublish(ctx context.Context, p PublishParams) (PublishResult, error)
 
 	// EventPrune deletes published events older than before; it returns how many.

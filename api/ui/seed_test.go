@@ -76,7 +76,7 @@ func seed(t *testing.T, env *testenv.Env) seeded {
 		}
 		return res.RunID
 	}
-	testenv.Declare(t, env.Engine, "manual-worker", testenv.Untyped("import", "manual"))
+	testenv.Declare(t, env.Engine, "manual-worker", testenv.UntypedTenanted("import", "manual"))
 	claim := func() frontend.Task {
 		tasks, err := env.Engine.Poll(ctx, frontend.PollRequest{WorkerID: "manual-worker", Queues: []string{"manual"}, Max: 1})
 		if err != nil || len(tasks) != 1 {

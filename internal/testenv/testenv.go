@@ -146,6 +146,14 @@ func Untyped(name, queue string) jobs.Definition {
 		func(*jobs.Ctx, any) (any, error) { return nil, nil }, jobs.Queue(queue))
 }
 
+// UntypedTenanted is Untyped for a job declared with a tenant, for tests that enqueue its runs
+// under tenants and claim them by hand: the engine refuses a tenant for a job declared NoTenant.
+// Its tenant function names no tenant, so a worker running it refuses such runs.
+func UntypedTenanted(name, queue string) jobs.Definition {
+	return jobs.MustDefine(name, func(s any) string { return "" }, jobs.TenantFrom(func(any) string { return "" }),
+		func(*jobs.Ctx, any) (any, error) { return nil, nil }, jobs.Queue(queue))
+}
+
 // Fake returns the env's clock as a Fake (the test must have left the default).
 func (e *Env) Fake() *clock.Fake { return e.Clock.(*clock.Fake) }
 

@@ -31,9 +31,6 @@ func (s *Store) RunCreateOnce(ctx context.Context, p store.OnceParams) (store.Cr
 	if err != nil {
 		return store.CreateRunResult{}, err
 	}
-	if res[0].Deduped && !store.SameTenant(res[0].Run, p.Create.Run) {
-		return res[0], nil // refused by the engine: nothing recorded
-	}
 	if s.dedupe == nil {
 		s.dedupe = map[string]dedupeRec{}
 	}

@@ -30,8 +30,8 @@ type Store struct {
 	authority authority
 
 	runs map[string]*runRec
-	// live maps (Job, Key) to the one live run holding that idempotency key.
-	live map[jobKey]*runRec
+	// live maps (Job, Tenant, Key) to the one live run holding that idempotency key.
+	live map[store.LiveKey]*runRec
 	// ready holds, per queue, the ready runs ordered by (ReadyAt, ID): a claim pops from the
 	// front instead of scanning every run.
 	ready map[string]*runHeap
@@ -66,8 +66,6 @@ type Store struct {
 	// children maps a child run's id to its link to its parent (see children.go).
 	children map[string]store.ChildLink
 }
-
-type jobKey struct{ job, key string }
 
 // pairKey indexes waits and published events so that matching never scans every wait or every
 // event of a name (a wait per order, an event per order, 100k of each, would be quadratic). A
@@ -130,7 +128,7 @@ var _ store.Store = (*Store)(nil)
 func New() *Store {
 	return &Store{
 		runs:         map[string]*runRec{},
-		live:         map[jobKey]*runRec{},
+		live:         map[store.LiveKey]*runRec{},
 		ready:        map[string]*runHeap{},
 		lanes:        map[string]map[string]*runHeap{},
 		running:      map[string]*runRec{},
@@ -190,7 +188,7 @@ func (s *Store) index(r *runRec) {
 		s.running[r.run.ID] = r
 	}
 	if r.run.State.Live() {
-		s.live[jobKey{r.run.Job, r.run.Key}] = r
+		s.live[r.run.LiveKey()] = r
 	}
 }
 
@@ -211,7 +209,7 @@ func (s *Store) unindex(r *runRec) {
 		delete(s.running, r.run.ID)
 	}
 	if r.run.State.Live() {
-		k := jobKey{r.run.Job, r.run.Key}
+		k := r.run.LiveKey()
 		if s.live[k] == r {
 			delete(s.live, k)
 		}
@@ -331,11 +329,11 @@ func (s *Store) create(ps []store.CreateRunParams) ([]store.CreateRunResult, err
 		sameAs   int     // deduped onto an earlier param of the batch; -1 when not
 	}
 	plans := make([]plan, len(ps))
-	creator := map[jobKey]int{}
+	creator := map[store.LiveKey]int{}
 	ids := map[string]bool{}
 	for i, p := range ps {
 		plans[i].sameAs = -1
-		k := jobKey{p.Run.Job, p.Run.Key}
+		k := p.Run.LiveKey()
 		if r := s.live[k]; r != nil {
 			plans[i].existing = r
 			continue
@@ -688,10 +686,10 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 	if r.run.State != store.StateFailed && r.run.State != store.StateBlocked {
 		return store.Run{}, jobs.Errorf(jobs.CodeJobNotRetryable, "run %s is %s", p.RunID, r.run.State)
 	}
-	// A failed or blocked run does not hold its idempotency key, so a new run may have taken it
-	// meanwhile. Reopening this one would make two live runs share a key, which the Postgres
-	// backend's unique index refuses; every backend refuses it the same way.
-	if s.live[jobKey{r.run.Job, r.run.Key}] != nil {
+	// A failed or blocked run does not hold its idempotency key, so a new run of its tenant may
+	// have taken it meanwhile. Reopening this one would make two live runs share a key, which the
+	// Postgres backend's unique index refuses; every backend refuses it the same way.
+	if s.live[r.run.LiveKey()] != nil {
 		return store.Run{}, store.RetryKeyHeld(p.RunID)
 	}
 	if err := store.StaleRetry(r.run, p); err != nil {
@@ -825,6 +823,13 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 	}
 	defer s.mu.Unlock()
 
+	// A run's publish applies only under its claim, checked before the id: a publish refused
+	// here changes nothing, whether or not its id is kept.
+	if p.Under != nil {
+		if _, err := s.holds(p.Under.RunID, p.Under.Fence); err != nil {
+			return store.PublishResult{}, err
+		}
+	}
 	// A publish is identified by its id: publishing it again (an outbox relay resending after
 	// an unknown commit) is a no-op. The first publish delivered it to every wait registered
 	// then, and a wait registered since finds it by lookback.

@@ -13,8 +13,8 @@ import (
 )
 
 // copyRuns is the fast path of a bulk create: the runs are streamed with binary COPY straight
-// into runs, under a savepoint. COPY has no ON CONFLICT, so a row whose (job, key) a live run
-// holds (stored, or an earlier row of the batch) fails the whole COPY on runs_live_key; the
+// into runs, under a savepoint. COPY has no ON CONFLICT, so a row whose (job, tenant, key) a
+// live run holds (stored, or an earlier row of the batch) fails the whole COPY on runs_live_key; the
 // savepoint is then rolled back, nothing of the attempt is left, and copyRuns answers nil so
 // that the caller takes the staging path, which leaves such rows out one by one. A bulk enqueue
 // of fresh keys, the case it is built for, so skips the staging table (its catalog rows), the
@@ -28,15 +28,15 @@ func (s *Store) copyRuns(ctx context.Context, t *txn, ps []store.CreateRunParams
 	if err := t.send(ctx, b); err != nil {
 		return nil, err
 	}
-	// Rows go in (job, key) order, as RunCreate and the staging INSERT take them, so that two
-	// creates holding overlapping keys wait on each other in one order and cannot deadlock.
+	// Rows go in (job, key, tenant) order, as RunCreate and the staging INSERT take them, so that
+	// two creates holding overlapping keys wait on each other in one order and cannot deadlock.
 	order := make([]int, len(ps))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		ra, rb := &ps[a].Run, &ps[b].Run
-		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key))
+		return cmp.Or(cmp.Compare(ra.Job, rb.Job), cmp.Compare(ra.Key, rb.Key), cmp.Compare(ra.Tenant, rb.Tenant))
 	})
 	c := newCopyRows(160, len(ps))
 	for _, i := range order {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestCreateReadsLiveRunsByProbe holds the create's read of each key's live run to one index
-// probe a key under the plan a prepared statement is given once its table has grown past the
+// probe a (job, tenant, key) under the plan a prepared statement is given once its table has grown past the
 // statistics it was planned from: the statistics taken when nearly every run had finished, then
 // a backlog of ready ones. The join form of that read was planned there as a scan of every live run hashed
 // against the keys, and a create read the whole backlog.
@@ -54,24 +54,24 @@ func TestCreateReadsLiveRunsByProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "PREPARE live(text[], text[]) AS "+s.q(stmtRunsLive)); err != nil {
+	if _, err := conn.Exec(ctx, "PREPARE live(text[], text[], text[]) AS "+s.q(stmtRunsLive)); err != nil {
 		t.Fatal(err)
 	}
-	jobNames, keys := make([]string, 32), make([]string, 32)
+	jobNames, tenants, keys := make([]string, 32), make([]string, 32), make([]string, 32)
 	for i := range keys {
-		jobNames[i], keys[i] = "job", fmt.Sprintf("key-%d", 10000+i*7)
+		jobNames[i], tenants[i], keys[i] = "job", `""`, fmt.Sprintf("key-%d", 10000+i*7)
 	}
 	// Planned with the keys in hand and without: a prepared statement gets both in turn.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		plan, err := planText(ctx, conn, fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE live('{%s}', '{%s}')",
-			strings.Join(jobNames, ","), strings.Join(keys, ",")))
+		plan, err := planText(ctx, conn, fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE live('{%s}', '{%s}', '{%s}')",
+			strings.Join(jobNames, ","), strings.Join(tenants, ","), strings.Join(keys, ",")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(plan, "Index Cond: ((key = p.k) AND (job = p.j))") || !strings.Contains(plan, "rows=32 ") {
+		if !strings.Contains(plan, "Index Cond: ((key = p.k) AND (job = p.j) AND (tenant = p.t))") || !strings.Contains(plan, "rows=32 ") {
 			t.Errorf("%s: the live runs' read is not one probe of runs_live_key a key, or did not find the 32 runs:\n%s", mode, plan)
 		}
 	}

@@ -65,10 +65,7 @@ func (s *Store) createOnce(ctx context.Context, t *txn, p store.OnceParams) (sto
 	if err != nil {
 		return store.CreateRunResult{}, err
 	}
-	switch {
-	case out[0].Deduped && !store.SameTenant(out[0].Run, p.Create.Run):
-		b.Queue(s.render(sqlDedupeDrop), p.ID) // refused by the engine: nothing recorded
-	case out[0].Run.ID != p.Create.Run.ID:
+	if out[0].Run.ID != p.Create.Run.ID {
 		b.Queue(s.render(sqlDedupeSet), p.ID, out[0].Run.ID)
 	}
 	if err := t.commit(ctx, b); err != nil {

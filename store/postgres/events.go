@@ -25,6 +25,14 @@ import (
 //  3. Per run (suspended, holding a matching wait; the first by name if several match):
 //     EventReceived appended, timers and waits removed, the delivery recorded, ready now with
 //     its worker kept. Then COMMIT. With no candidate, COMMIT alone.
+//
+// A run's publish (p.Under) adds its run to step 2's locks, taken FOR UPDATE in id order with
+// the candidates' (as every transaction here locks runs: after its advisory locks, in id order),
+// so a kept id or no candidate costs that round trip too. Under READ COMMITTED the lock waits
+// for a cancel or a claim in flight and reads the row it committed; one that comes later waits
+// for this commit. The run is checked there (store.FenceRefusal), and a refusal rolls back the
+// event inserted in step 1: nothing is published. A publish without the condition sends the
+// same statements as before.
 func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.PublishResult, error) {
 	fields := strs(p.Fields)
 	t, err := s.begin(ctx, "run publish")
@@ -59,21 +67,38 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
 	}
-	if len(ids) == 0 {
+	locks := ids
+	if p.Under != nil {
+		locks = append(slices.Clone(ids), p.Under.RunID)
+		slices.Sort(locks)
+		locks = slices.Compact(locks)
+	}
+	if len(locks) == 0 {
 		return store.PublishResult{}, t.commit(ctx, t.batch())
 	}
 
 	runs := map[string]*store.Run{}
 	var waits []waitMatch
 	b = t.batch()
-	b.Queue(s.q(stmtRunsLock), ids).Query(func(rows pgx.Rows) error { return collectRuns(rows, runs, nil) })
-	b.Queue(s.q(stmtWaitsOf), ids, p.Name).Query(func(rows pgx.Rows) error {
-		var err error
-		waits, err = scanWaits(rows, fields)
-		return err
-	})
+	b.Queue(s.q(stmtRunsLock), locks).Query(func(rows pgx.Rows) error { return collectRuns(rows, runs, nil) })
+	if len(ids) > 0 {
+		b.Queue(s.q(stmtWaitsOf), ids, p.Name).Query(func(rows pgx.Rows) error {
+			var err error
+			waits, err = scanWaits(rows, fields)
+			return err
+		})
+	}
 	if err := t.send(ctx, b); err != nil {
 		return store.PublishResult{}, err
+	}
+	if p.Under != nil {
+		r := runs[p.Under.RunID]
+		if r == nil {
+			return store.PublishResult{}, notFound(p.Under.RunID)
+		}
+		if err := store.FenceRefusal(r.ID, r.State, r.Fence, p.Under.Fence); err != nil {
+			return store.PublishResult{}, err // the deferred release rolls the event back
+		}
 	}
 
 	now := pgTime(p.Now)

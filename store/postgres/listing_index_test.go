@@ -14,11 +14,11 @@ import (
 
 // TestListingIndexesSkipRunningRuns: the state, job and queue indexes hold no running run
 // (015_claim_entries), so a claim writes none of their entries; the key index holds no live
-// run, and the idempotency index, keyed by key first, lists those (016_key_entries), so a create
-// writes no key index entry. The run search still returns every matching run, running and live
-// ones included, newest first, a page at a time. The migrations are also applied over runs in
-// every state: the schema is taken back to 014's indexes, the runs written, and Migrate run
-// again.
+// run, and the idempotency index, keyed by key first, lists those (016_key_entries; (key, job,
+// tenant) since 021_incompatible_tenant_key), so a create writes no key index entry. The run
+// search still returns every matching run, running and live ones included, newest first, a page
+// at a time. The migrations are also applied over runs in every state: the schema is taken back
+// to 014's indexes, the runs written, and Migrate run again.
 func TestListingIndexesSkipRunningRuns(t *testing.T) {
 	t.Parallel()
 	for _, over := range []bool{false, true} {
@@ -35,14 +35,14 @@ DROP INDEX {S}.runs_key_id; CREATE INDEX runs_key_id ON {S}.runs (key, id);
 DROP INDEX {S}.runs_worker; CREATE INDEX runs_worker ON {S}.runs (worker_id) WHERE worker_id <> '';
 DROP INDEX {S}.runs_live_key; CREATE UNIQUE INDEX runs_live_key ON {S}.runs (job, key)
 	WHERE state IN ('ready', 'delayed', 'running', 'suspended');
-DELETE FROM {S}.schema_migrations WHERE version IN (15, 16)`)); err != nil {
+DELETE FROM {S}.schema_migrations WHERE version IN (15, 16, 21)`)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			all := seedRuns(t, s)
 			if over {
-				if n, err := MigrateCount(ctx, Config{URL: testURL(t), Schema: s.schema}); n != 2 || err != nil {
-					t.Fatalf("MigrateCount = %d, %v; want 015 and 016 applied", n, err)
+				if n, err := MigrateCount(ctx, Config{URL: testURL(t), Schema: s.schema}); n != 3 || err != nil {
+					t.Fatalf("MigrateCount = %d, %v; want 015, 016 and 021 applied", n, err)
 				}
 			}
 			for name, want := range map[string]string{
@@ -50,7 +50,7 @@ DELETE FROM {S}.schema_migrations WHERE version IN (15, 16)`)); err != nil {
 				"runs_job_id":   "(job, id) WHERE (state <> 'running'::text)",
 				"runs_queue_id": "(queue, id) WHERE (state <> 'running'::text)",
 				"runs_key_id":   "(key, id) WHERE (state <> ALL (ARRAY['ready'::text, 'delayed'::text, 'running'::text, 'suspended'::text]))",
-				"runs_live_key": "(key, job) WHERE (state = ANY (ARRAY['ready'::text, 'delayed'::text, 'running'::text, 'suspended'::text]))",
+				"runs_live_key": "(key, job, tenant) WHERE (state = ANY (ARRAY['ready'::text, 'delayed'::text, 'running'::text, 'suspended'::text]))",
 			} {
 				var def string
 				if err := s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`,

@@ -23,7 +23,8 @@ import (
 const createRounds = 8
 
 // RunCreate inserts the runs with ON CONFLICT DO NOTHING against the partial unique index on
-// (job, key) over live states, then reads the live run of every key in the same pipeline. Postgres
+// (job, tenant, key) over live states (store.LiveKey), then reads the live run of every key in
+// the same pipeline. Postgres
 // makes an insert that conflicts with an uncommitted row wait for that row's transaction, so of
 // two concurrent creates of one key exactly one inserts, and the other, reading in a fresh
 // snapshot after its insert returned, sees the winner's committed row. Two round trips: insert and
@@ -103,7 +104,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			priorities[j] = int32(r.Priority)
 		}
 		inserted := map[string]bool{}
-		live := map[[2]string]*store.Run{}
+		live := map[store.LiveKey]*store.Run{}
 		b := t.batch()
 		b.Queue(s.q(stmtRunInsert), textArray(ids), textArray(jobNames), textArray(queues),
 			textArray(keys), textArray(tenants), noTenant, textArray(enqueuers), byteaArray(inputs),
@@ -118,14 +119,14 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 			}
 			return rows.Err()
 		})
-		b.Queue(s.q(stmtRunsLive), textArray(jobNames), textArray(keys)).Query(func(rows pgx.Rows) error {
+		b.Queue(s.q(stmtRunsLive), textArray(jobNames), textArray(tenants), textArray(keys)).Query(func(rows pgx.Rows) error {
 			var sc runScan
 			for rows.Next() {
 				r, err := sc.scan(rows)
 				if err != nil {
 					return err
 				}
-				live[[2]string{r.Job, r.Key}] = &r
+				live[r.LiveKey()] = &r
 			}
 			return rows.Err()
 		})
@@ -138,7 +139,7 @@ func (s *Store) createRuns(ctx context.Context, t *txn, ps []store.CreateRunPara
 		var next []int
 		for _, i := range pending {
 			p := ps[i]
-			r := live[[2]string{p.Run.Job, p.Run.Key}]
+			r := live[p.Run.LiveKey()]
 			switch {
 			case r == nil:
 				next = append(next, i)

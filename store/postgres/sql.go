@@ -107,9 +107,11 @@ var sqlText = [numStmts]string{
 	// takes several can take them in ascending order, and two such transactions never deadlock.
 	stmtLock: `SELECT pg_advisory_xact_lock($1)`,
 
-	// RunCreate. Rows are inserted in (job, key) order, so two creates holding overlapping keys
-	// wait on each other in the same order and cannot deadlock; for one key named twice in a
-	// call, the first (ord) is inserted and the second conflicts with it.
+	// RunCreate. Rows are inserted in (job, key, tenant) order, so two creates holding
+	// overlapping keys wait on each other in the same order and cannot deadlock; for one key
+	// named twice in a call for one tenant, the first (ord) is inserted and the second conflicts
+	// with it. A live run holds (job, tenant, key) (store.LiveKey, runs_live_key since
+	// 021_incompatible_tenant_key), so the same (job, key) for two tenants is two runs.
 	stmtRunInsert: `
 INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
 	ready_at, last_seq, created_at, updated_at, trace_parent, trace_state, priority)
@@ -120,11 +122,11 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool
 	$14::text[], $15::integer[])
 	WITH ORDINALITY AS u(id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt,
 	ready_at, created_at, trace_parent, trace_state, priority, ord)
-ORDER BY u.job, u.key, u.ord
-ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
+ORDER BY u.job, u.key, u.tenant, u.ord
+ON CONFLICT (job, tenant, key) WHERE state IN ` + liveStates + ` DO NOTHING
 RETURNING id`,
 
-	// The live run holding each (job, key): read after the insert, in a new snapshot, so it sees
+	// The live run holding each (job, tenant, key): read after the insert, in a new snapshot, so it sees
 	// the row a concurrent create committed while our insert waited on it. One probe of
 	// runs_live_key a pair: the lateral subquery's LIMIT 1 (a pair has at most one live run,
 	// the index is unique) keeps it from being flattened into a join the planner may do another
@@ -134,10 +136,10 @@ RETURNING id`,
 	// created job in the no-op benchmark, its largest statement (bench/ANALYSIS.md, "Postgres
 	// per statement").
 	stmtRunsLive: `
-SELECT {RUN_R} FROM unnest($1::text[], $2::text[]) AS p(j, k)
+SELECT {RUN_R} FROM unnest($1::text[], $2::text[], $3::text[]) AS p(j, t, k)
 CROSS JOIN LATERAL (
 	SELECT * FROM {S}.runs l
-	WHERE l.key = p.k AND l.job = p.j AND l.state IN ` + liveStates + `
+	WHERE l.key = p.k AND l.job = p.j AND l.tenant = p.t AND l.state IN ` + liveStates + `
 	LIMIT 1) r`,
 
 	stmtHistoryAppend: `

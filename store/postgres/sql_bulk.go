@@ -11,17 +11,17 @@ const (
 	trace_parent text, trace_state text, priority integer, ord integer
 ) ON COMMIT DROP`
 
-	// sqlBulkInsert moves the staged rows into runs in (job, key) order, as RunCreate inserts
-	// them (two creates holding overlapping keys then lock in one order and cannot deadlock). A
-	// row whose key a live run holds (stored, or an earlier row of the batch) is left out; the
-	// ids returned are the runs written.
+	// sqlBulkInsert moves the staged rows into runs in (job, key, tenant) order, as RunCreate
+	// inserts them (two creates holding overlapping keys then lock in one order and cannot
+	// deadlock). A row whose (job, tenant, key) a live run holds (stored, or an earlier row of
+	// the batch) is left out; the ids returned are the runs written.
 	sqlBulkInsert = `INSERT INTO {S}.runs (id, job, queue, key, tenant, no_tenant, enqueued_by, input,
 	state, attempt, ready_at, last_seq, created_at, updated_at, trace_parent, trace_state, priority)
 SELECT id, job, queue, key, tenant, no_tenant, enqueued_by, input, state, attempt, ready_at, 1,
 	created_at, created_at, trace_parent, trace_state, priority
 FROM pg_temp.jobs_bulk_runs
-ORDER BY job, key, ord
-ON CONFLICT (job, key) WHERE state IN ` + liveStates + ` DO NOTHING
+ORDER BY job, key, tenant, ord
+ON CONFLICT (job, tenant, key) WHERE state IN ` + liveStates + ` DO NOTHING
 RETURNING id`
 
 	// sqlBulkUnstage drops the staging table at once, so a second bulk create in the same

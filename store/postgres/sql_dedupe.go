@@ -14,9 +14,7 @@ ON CONFLICT (id) DO NOTHING RETURNING id`
 	sqlDedupeGet = `SELECT run_id FROM {S}.dedupe WHERE id = $1`
 	// sqlDedupeSet points the id at the run the create returned (a live run of the same key,
 	// when the create was deduped by key).
-	sqlDedupeSet = `UPDATE {S}.dedupe SET run_id = $2 WHERE id = $1`
-	// sqlDedupeDrop takes the claim back when the key is held by another tenant's run.
-	sqlDedupeDrop  = `DELETE FROM {S}.dedupe WHERE id = $1`
+	sqlDedupeSet   = `UPDATE {S}.dedupe SET run_id = $2 WHERE id = $1`
 	sqlDedupePrune = `DELETE FROM {S}.dedupe WHERE created_at < $1`
 )
 

@@ -15,8 +15,8 @@ package postgres
 // the running ones (sqlSearchRunningCTE), read whole through runs_lease — they are at most the
 // fleet's slots — and sorted. A search by key is the same merge cut along another line: the key
 // index holds no live run (016_key_entries), so the branch read apart is the key's live runs,
-// through runs_live_key, whose leading column is the key (at most one live run per job), and the
-// other branch says sqlSearchNotLive for runs_key_id's predicate. The branch read apart is
+// through runs_live_key, whose leading column is the key (at most one live run per job and
+// tenant), and the other branch says sqlSearchNotLive for runs_key_id's predicate. The branch read apart is
 // MATERIALIZED so that the planner cannot trade it for a walk of the primary key that filters on
 // state, which it may think cheaper on a table it has no statistics for. Each branch is cut to
 // the limit before the merge. A search for running runs is the running branch alone; one by key

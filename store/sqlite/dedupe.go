@@ -39,9 +39,6 @@ func (s *Store) RunCreateOnce(ctx context.Context, p store.OnceParams) (store.Cr
 			return err
 		}
 		out = res[0]
-		if out.Deduped && !store.SameTenant(out.Run, p.Create.Run) {
-			return nil // refused by the engine: nothing recorded
-		}
 		_, err = t.exec(sqlDedupeInsert, p.ID, out.Run.ID, encTime(p.Create.Run.CreatedAt))
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"sort"
 	"time"
 
@@ -95,7 +96,9 @@ func (t *wtx) lookback(runID string, w *store.Wait) (published, bool, error) {
 
 // RunPublish implements store.Store. A publish is identified by its id: publishing an id again
 // (an outbox relay resending after an unknown commit) does nothing. The first publish reached
-// every wait registered then, and a wait registered since finds the event by lookback.
+// every wait registered then, and a wait registered since finds the event by lookback. A run's
+// publish (p.Under) first reads the run's state and fence in the same transaction: the single
+// writer orders a cancel or a claim either before that read or after the commit.
 func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.PublishResult, error) {
 	fields := sorted(p.Fields)
 	enc, err := pairs(fields)
@@ -105,6 +108,20 @@ func (s *Store) RunPublish(ctx context.Context, p store.PublishParams) (store.Pu
 	now := normTime(p.Now)
 	var res store.PublishResult
 	err = s.write(ctx, "publish", func(t *wtx) error {
+		if p.Under != nil {
+			var state string
+			var fence int64
+			err := t.queryRow(sqlRunStateFence, p.Under.RunID).Scan(&state, &fence)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return errNotFound(p.Under.RunID)
+			case err != nil:
+				return err
+			}
+			if err := refusal(p.Under.RunID, store.State(state), fence, p.Under.Fence); err != nil {
+				return err
+			}
+		}
 		stored, err := t.exec(sqlEventInsert, p.ID, p.Name, blobArg(p.Payload), enc, encTime(now))
 		if err != nil {
 			return err

@@ -172,7 +172,7 @@ func (t *wtx) createRuns(runs []store.CreateRunParams, out []store.CreateRunResu
 		// The check and the insert share the write transaction, so no other create can
 		// slip between them (an earlier run of this call included); runs_live_key would
 		// refuse a second live run anyway.
-		live, err := scanRun(t.queryRow(sqlRunLiveByKey, p.Run.Job, p.Run.Key))
+		live, err := scanRun(t.queryRow(sqlRunLiveByKey, p.Run.Job, p.Run.Tenant, p.Run.Key))
 		switch {
 		case err == nil:
 			out[i] = store.CreateRunResult{Run: live, Deduped: true}
@@ -455,10 +455,10 @@ func (s *Store) RunRetry(ctx context.Context, p store.RetryParams) (store.Run, e
 		case r.State != store.StateFailed && r.State != store.StateBlocked:
 			return jobs.Errorf(jobs.CodeJobNotRetryable, "run %q is %s; only a failed or blocked run is retried", p.RunID, r.State)
 		}
-		// Reopened, the run holds its idempotency key again; a live run created for the same
-		// key since it failed holds it now, and two live runs for one key is what the key
-		// exists to prevent.
-		_, err = scanRun(t.queryRow(sqlRunLiveByKey, r.Job, r.Key))
+		// Reopened, the run holds its idempotency key again; a live run of its tenant created
+		// for the same key since it failed holds it now, and two live runs for one key is what
+		// the key exists to prevent.
+		_, err = scanRun(t.queryRow(sqlRunLiveByKey, r.Job, r.Tenant, r.Key))
 		switch {
 		case err == nil:
 			return store.RetryKeyHeld(p.RunID)

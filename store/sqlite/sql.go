@@ -40,10 +40,10 @@ const (
 
 	sqlRunExists = `SELECT 1 FROM runs WHERE id = ?`
 
-	// sqlRunLiveByKey finds the live run holding (job, key); the state list is the
-	// runs_live_key index's predicate, so the index answers it.
+	// sqlRunLiveByKey finds the live run holding (job, tenant, key) (store.LiveKey); the state
+	// list is the runs_live_key index's predicate, so the index answers it.
 	sqlRunLiveByKey = `SELECT ` + runCols + ` FROM runs
-		WHERE job = ? AND key = ? AND state IN ('ready', 'delayed', 'running', 'suspended')`
+		WHERE job = ? AND tenant = ? AND key = ? AND state IN ('ready', 'delayed', 'running', 'suspended')`
 
 	sqlRunInsert = `INSERT INTO runs (` + runCols + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`

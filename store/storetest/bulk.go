@@ -122,6 +122,32 @@ var bulkTests = []test{
 		}
 	}},
 
+	// Idempotency per tenant in a bulk create: a batch whose one (job, key) is named for two
+	// tenants and no tenant creates three runs (a batch without a held key, which the Postgres
+	// store streams with COPY), and a second batch naming it again for each, one tenant twice,
+	// is deduped onto each tenant's own run (a batch meeting held keys).
+	{"KeyIsHeldPerTenant", func(t *testing.T, s store.Store) {
+		ps := bulkParams(1, bulkItems)
+		tenants := []string{"a", "b", ""}
+		for i, tenant := range tenants {
+			ps[10+i] = tenantRun(11+i, "shared", tenant)
+		}
+		res := bulkCreate(t, s, ps)
+		for i := range tenants {
+			wantRuns(t, "first batch", res[10+i:11+i], []int{11 + i}, []bool{true}, tenants[i:i+1])
+		}
+		ps = bulkParams(1001, bulkItems)
+		for i, tenant := range []string{"b", "", "a", "b"} {
+			ps[20+i] = tenantRun(1021+i, "shared", tenant)
+		}
+		res = bulkCreate(t, s, ps)
+		wantRuns(t, "second batch", res[20:24], []int{12, 13, 11, 12}, []bool{false, false, false, false},
+			[]string{"b", "", "a", "b"})
+		if res[19].Deduped || res[24].Deduped {
+			t.Errorf("items beside the held key were deduped: %+v, %+v", res[19], res[24])
+		}
+	}},
+
 	{"RefusedCallWritesNothing", func(t *testing.T, s store.Store) {
 		taken := create(t, s, runParams(5000))[0].Run
 		for name, spoil := range map[string]func(ps []store.CreateRunParams){

@@ -114,6 +114,33 @@ var createTests = []test{
 		}
 	}},
 
+	// A live run holds its (job, tenant, key) (store.LiveKey): two tenants, and no tenant, each
+	// hold one live run under the same (job, key) at once, each tenant's next create is deduped
+	// onto its own run only, and one tenant's run finishing frees that tenant's key alone.
+	{"KeyIsHeldPerTenant", func(t *testing.T, s store.Store) {
+		res := create(t, s, tenantRun(1, "shared", "a"), tenantRun(2, "shared", "b"), tenantRun(3, "shared", ""))
+		wantRuns(t, "first creates", res, []int{1, 2, 3}, []bool{true, true, true}, []string{"a", "b", ""})
+		res = create(t, s, tenantRun(4, "shared", "b"), tenantRun(5, "shared", ""), tenantRun(6, "shared", "a"))
+		wantRuns(t, "second creates", res, []int{2, 3, 1}, []bool{false, false, false}, []string{"b", "", "a"})
+		cancel(t, s, runID(2), appliedAt)
+		res = create(t, s, tenantRun(7, "shared", "a"), tenantRun(8, "shared", "b"), tenantRun(9, "shared", ""))
+		wantRuns(t, "after b's run ended", res, []int{1, 8, 3}, []bool{false, true, false}, []string{"a", "b", ""})
+		for _, n := range []int{4, 5, 6, 7, 9} {
+			if _, err := s.RunGet(t.Context(), runID(n)); jobs.CodeOf(err) != jobs.CodeRunNotFound {
+				t.Errorf("deduped run %s was written: RunGet = %v", runID(n), err)
+			}
+		}
+	}},
+
+	// Within one call too: the same (job, key) for two tenants is two runs, and each tenant's
+	// second item is deduped onto its own tenant's first.
+	{"KeyIsHeldPerTenantWithinOneCall", func(t *testing.T, s store.Store) {
+		res := create(t, s, tenantRun(1, "k", "a"), tenantRun(2, "k", "b"), tenantRun(3, "k", "b"),
+			tenantRun(4, "k", "a"), tenantRun(5, "k", ""), tenantRun(6, "k", ""))
+		wantRuns(t, "one call", res, []int{1, 2, 2, 1, 5, 5}, []bool{true, true, false, false, true, false},
+			[]string{"a", "b", "b", "a", "", ""})
+	}},
+
 	{"DedupesWithinOneCall", func(t *testing.T, s store.Store) {
 		a, b, c := runParams(1), runParams(2), runParams(3)
 		b.Run.Key = a.Run.Key

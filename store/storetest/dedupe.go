@@ -76,20 +76,21 @@ var dedupeTests = []test{
 		}
 	}},
 
-	// A live run of another tenant holding the key is returned (the engine refuses the request),
-	// and the id is not recorded: sent again once that run finished, the request creates its run.
-	{"AnotherTenantsKeyIsNotRecorded", func(t *testing.T, s store.Store) {
-		create(t, s, runParams(1))
-		p := runParams(2)
-		p.Run.Key, p.Run.Tenant = "key-1", "other"
-		if res := once(t, s, "outbox:y", p); !res.Deduped || res.Run.ID != runID(1) {
-			t.Fatalf("got %s deduped %v, want run 1 deduped", res.Run.ID, res.Deduped)
-		}
-		r := claimOne(t, s, claimParams(stickyOwner, 1, "q1"))
-		applyOK(t, s, mutation(r, store.Transition{State: store.StateCompleted, Result: []byte("done")}))
-		if res := once(t, s, "outbox:y", p); res.Deduped || res.Run.ID != runID(2) {
-			t.Fatalf("sent again after the holder finished: got %s deduped %v, want run 2 created", res.Run.ID, res.Deduped)
-		}
+	// A live run of another tenant under the same (job, key) does not hold the key: the
+	// request creates its own tenant's run and its id names that run, so a resend gets it even
+	// once the other tenant's run finished. A no-tenant request likewise, and a resend under a
+	// new key of its own tenant's live run dedupes onto it.
+	{"AnotherTenantsKeyIsNotTheRequests", func(t *testing.T, s store.Store) {
+		create(t, s, tenantRun(1, "shared", "a"))
+		res := once(t, s, "outbox:y", tenantRun(2, "shared", "other"))
+		wantRuns(t, "another tenant's request", []store.CreateRunResult{res}, []int{2}, []bool{true}, []string{"other"})
+		res = once(t, s, "outbox:z", tenantRun(3, "shared", ""))
+		wantRuns(t, "a no-tenant request", []store.CreateRunResult{res}, []int{3}, []bool{true}, []string{""})
+		res = once(t, s, "outbox:w", tenantRun(4, "shared", ""))
+		wantRuns(t, "a second no-tenant request", []store.CreateRunResult{res}, []int{3}, []bool{false}, []string{""})
+		cancel(t, s, runID(1), appliedAt)
+		res = once(t, s, "outbox:y", tenantRun(5, "shared", "other"))
+		wantRuns(t, "the resend", []store.CreateRunResult{res}, []int{2}, []bool{false}, []string{"other"})
 	}},
 
 	{"ConcurrentResendsCreateOneRun", func(t *testing.T, s store.Store) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
 	"github.com/ultimat3/jobs/store"
 )
@@ -251,6 +252,115 @@ var eventTests = []test{
 			}
 		}
 		t.Logf("%d rounds: %d received by lookback, %d by publish", rounds, byLookback, byPublish)
+	}},
+
+	{"PublishUnderAHeldClaim", func(t *testing.T, s store.Store) {
+		w := waiting(t, s, 1, "paid", map[string]any{"order": 1}, base)
+		pub := running(t, s, 2)
+		p := event(t, 1, "paid", map[string]any{"order": 1}, at(3*time.Second))
+		p.Under = &store.Lease{RunID: pub.ID, Fence: pub.Fence}
+		if d := publish(t, s, p).Delivered; !slices.Equal(wokenIDs(d), []string{w.ID}) {
+			t.Errorf("a publish under a held claim delivered to %v, want [%s]", wokenIDs(d), w.ID)
+		}
+		// The condition is only read: the publishing run is as it was.
+		after := get(t, s, pub.ID)
+		if after.State != store.StateRunning || after.Fence != pub.Fence || after.WorkerID != pub.WorkerID || after.LastSeq != pub.LastSeq {
+			t.Errorf("publishing run after its publish: %s, fence %d, worker %q, LastSeq %d; want it unchanged",
+				after.State, after.Fence, after.WorkerID, after.LastSeq)
+		}
+		// Redone under the same claim (a record lost and sent again): the kept id is a no-op.
+		w2 := waiting(t, s, 3, "paid", map[string]any{"order": 1}, at(4*time.Second))
+		if d := publish(t, s, p).Delivered; len(d) != 0 {
+			t.Errorf("the publish redone delivered to %v, want nothing: its id is kept", wokenIDs(d))
+		}
+		wantState(t, s, w2.ID, store.StateSuspended)
+	}},
+
+	{"PublishUnderAStaleFenceIsRefused", func(t *testing.T, s store.Store) {
+		w := waiting(t, s, 1, "paid", map[string]any{"order": 1}, base)
+		pub := running(t, s, 2)
+		lapsed := leaseUntil.Add(time.Second)
+		if _, err := s.RunExpireLeases(t.Context(), lapsed, 10); err != nil {
+			t.Fatal(err)
+		}
+		p := event(t, 1, "paid", map[string]any{"order": 1}, lapsed)
+		p.Under = &store.Lease{RunID: pub.ID, Fence: pub.Fence}
+		// Lapsed and handed back, at the same fence: no longer running.
+		_, err := s.RunPublish(t.Context(), p)
+		wantCode(t, "publish under a lapsed lease", err, jobs.CodeJobLeaseLost)
+
+		c := claimParams("w2", 1, pub.Queue)
+		c.Now, c.StickyBefore, c.LeaseUntil = lapsed, lapsed, lapsed.Add(time.Minute)
+		cur := claimOne(t, s, c)
+		res, err := s.RunPublish(t.Context(), p)
+		wantCode(t, "publish under a fence claimed again", err, jobs.CodeJobLeaseLost)
+		if len(res.Delivered) != 0 {
+			t.Errorf("a refused publish delivered to %v", wokenIDs(res.Delivered))
+		}
+		wantState(t, s, w.ID, store.StateSuspended)
+		wantKinds(t, "waiting run's history", events(t, s, w.ID), history.KindRunStarted, history.KindEventWaitStarted)
+		if got := get(t, s, pub.ID); got.State != store.StateRunning || got.Fence != cur.Fence || got.WorkerID != "w2" || got.LastSeq != cur.LastSeq {
+			t.Errorf("publishing run after the refusal: %s, fence %d, worker %q, LastSeq %d; want w2's claim unchanged",
+				got.State, got.Fence, got.WorkerID, got.LastSeq)
+		}
+		// Nothing was kept: a wait looking back finds no event, and the same id published
+		// under the current claim is a first publish, delivered.
+		look := running(t, s, 3)
+		if r := applyOK(t, s, mutation(look, waitFor(t, "paid", map[string]any{"order": 1}, base))); len(received(t, r.Appended)) != 0 {
+			t.Errorf("a wait's lookback received %+v from a refused publish", received(t, r.Appended))
+		}
+		p.Under = &store.Lease{RunID: cur.ID, Fence: cur.Fence}
+		if d := publish(t, s, p).Delivered; !sameSet(wokenIDs(d), []string{w.ID, look.ID}) {
+			t.Errorf("the id published under the current claim delivered to %v, want %v: the refused publish kept it",
+				wokenIDs(d), []string{w.ID, look.ID})
+		}
+	}},
+
+	{"PublishUnderACancelledRunIsRefused", func(t *testing.T, s store.Store) {
+		w := waiting(t, s, 1, "paid", map[string]any{"order": 1}, base)
+		pub := running(t, s, 2)
+		cancel(t, s, pub.ID, appliedAt)
+		p := event(t, 1, "paid", map[string]any{"order": 1}, at(3*time.Second))
+		p.Under = &store.Lease{RunID: pub.ID, Fence: pub.Fence}
+		res, err := s.RunPublish(t.Context(), p)
+		wantCode(t, "publish under a cancelled run's claim", err, jobs.CodeAborted)
+		if len(res.Delivered) != 0 {
+			t.Errorf("a refused publish delivered to %v", wokenIDs(res.Delivered))
+		}
+		wantState(t, s, w.ID, store.StateSuspended)
+		wantKinds(t, "waiting run's history", events(t, s, w.ID), history.KindRunStarted, history.KindEventWaitStarted)
+		// The id was not kept: published without a condition, it is a first publish.
+		p.Under = nil
+		if d := publish(t, s, p).Delivered; !slices.Equal(wokenIDs(d), []string{w.ID}) {
+			t.Errorf("the id published after the refusal delivered to %v, want [%s]", wokenIDs(d), w.ID)
+		}
+
+		p.ID, p.Under = eventID(2), &store.Lease{RunID: runID(99), Fence: 1}
+		_, err = s.RunPublish(t.Context(), p)
+		wantCode(t, "publish under an unknown run's claim", err, jobs.CodeRunNotFound)
+	}},
+
+	// A publish redone under a claim that no longer holds, whose id is kept (its first pass is
+	// out): the claim is checked first, so it is refused as a first publish would be, and
+	// changes nothing. The event stays out; the record that would tell of it is refused too.
+	{"AKeptIdUnderALostClaimIsRefused", func(t *testing.T, s store.Store) {
+		w := waiting(t, s, 1, "paid", map[string]any{"order": 1}, base)
+		pub := running(t, s, 2)
+		p := event(t, 1, "paid", map[string]any{"order": 1}, at(3*time.Second))
+		p.Under = &store.Lease{RunID: pub.ID, Fence: pub.Fence}
+		publish(t, s, p)
+		wantState(t, s, w.ID, store.StateReady)
+		cancel(t, s, pub.ID, at(4*time.Second))
+		w2 := waiting(t, s, 3, "paid", map[string]any{"order": 1}, at(5*time.Second))
+		res, err := s.RunPublish(t.Context(), p)
+		wantCode(t, "kept id redone under a cancelled run's claim", err, jobs.CodeAborted)
+		if len(res.Delivered) != 0 {
+			t.Errorf("a refused publish delivered to %v", wokenIDs(res.Delivered))
+		}
+		wantState(t, s, w2.ID, store.StateSuspended)
+		if got := received(t, events(t, s, w.ID)); len(got) != 1 || got[0].EventID != p.ID {
+			t.Errorf("the first waiter received %+v, want event %s once", got, p.ID)
+		}
 	}},
 
 	{"PruneDeletesOlderEvents", func(t *testing.T, s store.Store) {

@@ -265,14 +265,12 @@ var retryTests = []test{
 	}},
 
 	{"KeyHeldRefusalNamesNoOtherRun", func(t *testing.T, s store.Store) {
-		// The run holding the key may be another tenant's, whose id a tenant-scoped caller is
-		// never shown: every store refuses in one wording (store.RetryKeyHeld) naming only the
-		// run retried.
+		// Every store refuses in one wording (store.RetryKeyHeld) naming only the run retried.
 		failed := running(t, s, 1)
 		applyOK(t, s, mutation(failed, store.Transition{State: store.StateFailed, Attempt: 1,
 			ErrorCode: "X_BOOM", Error: "boom", StopReason: history.StopAttemptsExhausted}))
 		next := runParams(2)
-		next.Run.Key, next.Run.Tenant = failed.Key, "other"
+		next.Run.Key = failed.Key
 		holder := create(t, s, next)[0].Run
 		now := at(time.Hour)
 		_, err := s.RunRetry(t.Context(), store.RetryParams{RunID: failed.ID, Event: retried(now), Now: now})
@@ -286,6 +284,29 @@ var retryTests = []test{
 		if want := store.RetryKeyHeld(failed.ID).Error(); err.Error() != want {
 			t.Errorf("refusal %q, want %q", err.Error(), want)
 		}
+	}},
+
+	// The key a retry must find free is the run's (job, tenant, key): another tenant's live run
+	// under the same (job, key) does not refuse it, and the two runs are then live together.
+	{"AnotherTenantsLiveRunDoesNotHoldTheKey", func(t *testing.T, s store.Store) {
+		failed := running(t, s, 1)
+		applyOK(t, s, mutation(failed, store.Transition{State: store.StateFailed, Attempt: 1,
+			ErrorCode: "X_BOOM", Error: "boom", StopReason: history.StopAttemptsExhausted}))
+		other := create(t, s, tenantRun(2, failed.Key, "other"), tenantRun(3, failed.Key, ""))
+		wantRuns(t, "other tenants' creates", other, []int{2, 3}, []bool{true, true}, []string{"other", ""})
+		now := at(time.Hour)
+		got, err := s.RunRetry(t.Context(), store.RetryParams{RunID: failed.ID, Event: retried(now), Now: now})
+		if err != nil || got.State != store.StateReady {
+			t.Fatalf("retry beside another tenant's live run of the key: %s, %v; want ready", got.State, err)
+		}
+		for _, id := range []string{runID(2), runID(3)} {
+			if r := get(t, s, id); r.State != store.StateReady {
+				t.Errorf("run %s is %s beside the retried run; want it still ready", id, r.State)
+			}
+		}
+		// Now its own tenant's: the key is held, by the retried run.
+		res := create(t, s, tenantRun(4, failed.Key, failed.Tenant))
+		wantRuns(t, "its own tenant's create", res, []int{1}, []bool{false}, []string{failed.Tenant})
 	}},
 
 	{"RefusedWhenTheHistoryMoved", func(t *testing.T, s store.Store) {

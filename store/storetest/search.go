@@ -63,6 +63,31 @@ var searchTests = []test{
 		}
 	}},
 
+	// A key live for several tenants at once (store.LiveKey): the key search lists every run
+	// with the key, live or not, newest first and a page at a time, and with a tenant (what a
+	// tenant-scoped caller's search carries) only that tenant's.
+	{"ByKeyListsEveryTenantsLiveRuns", func(t *testing.T, s store.Store) {
+		create(t, s, tenantRun(1, "shared", "a"))
+		cancel(t, s, runID(1), appliedAt)
+		create(t, s, tenantRun(2, "shared", "a"), tenantRun(3, "shared", "b"), tenantRun(4, "shared", ""),
+			tenantRun(5, "other", "b"))
+		running(t, s, 6) // another key
+		if got, want := SearchIDs(t, s, store.RunQuery{Key: "shared", ListParams: store.ListParams{Limit: 2}}),
+			[]string{runID(4), runID(3), runID(2), runID(1)}; !slices.Equal(got, want) {
+			t.Errorf("search by key: %v, want %v", got, want)
+		}
+		for tenant, want := range map[string][]string{"a": {runID(2), runID(1)}, "b": {runID(3)}} {
+			got := SearchIDs(t, s, store.RunQuery{Key: "shared", ListParams: store.ListParams{Tenant: tenant, Limit: 1}})
+			if !slices.Equal(got, want) {
+				t.Errorf("search by key for tenant %q: %v, want %v", tenant, got, want)
+			}
+		}
+		got := SearchIDs(t, s, store.RunQuery{Key: "shared", ListParams: store.ListParams{State: store.StateReady, Limit: 5}})
+		if want := []string{runID(4), runID(3), runID(2)}; !slices.Equal(got, want) {
+			t.Errorf("search by key, ready: %v, want %v", got, want)
+		}
+	}},
+
 	{"FinishedCountsByQueueStateAndBucket", func(t *testing.T, s store.Store) {
 		create(t, s, inQueue(1, "qa", 0), inQueue(2, "qa", 0), inQueue(3, "qa", 0), inQueue(4, "qb", 0),
 			inQueue(5, "qb", 0), inQueue(6, "qa", 0))

@@ -128,6 +128,26 @@ func runParams(n int) store.CreateRunParams {
 	return store.CreateRunParams{Run: r, Started: started(r)}
 }
 
+// tenantRun is runParams(n) under key for tenant, or for no tenant when tenant is "".
+func tenantRun(n int, key, tenant string) store.CreateRunParams {
+	p := runParams(n)
+	p.Run.Key, p.Run.Tenant, p.Run.NoTenant = key, tenant, tenant == ""
+	p.Started = started(p.Run)
+	return p
+}
+
+// wantRuns checks that res[i] is runID(want[i]), created when created[i], deduped otherwise,
+// and of tenant tenants[i].
+func wantRuns(t *testing.T, what string, res []store.CreateRunResult, want []int, created []bool, tenants []string) {
+	t.Helper()
+	for i, r := range res {
+		if r.Run.ID != runID(want[i]) || r.Deduped == created[i] || r.Run.Tenant != tenants[i] || r.Run.NoTenant != (tenants[i] == "") {
+			t.Errorf("%s, item %d: run %s of tenant %q (no tenant %v), deduped %v; want run %s of tenant %q, deduped %v",
+				what, i, r.Run.ID, r.Run.Tenant, r.Run.NoTenant, r.Deduped, runID(want[i]), tenants[i], !created[i])
+		}
+	}
+}
+
 func started(r store.Run) history.Event {
 	return history.New(r.CreatedAt, history.RunStarted{Job: r.Job, Queue: r.Queue, Input: r.Input,
 		Key: r.Key, Tenant: r.Tenant})
