@@ -657,6 +657,10 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 	if err != nil {
 		return nil, err
 	}
+	if len(runs) > 0 && ctx.Err() != nil {
+		e.handBackUnanswered(ctx, req.WorkerID, runs)
+		return nil, ctx.Err()
+	}
 	if len(runs) > 0 {
 		if f, err = e.fleetView(ctx, false); err != nil {
 			return nil, err
@@ -687,6 +691,32 @@ func (e *Engine) Poll(ctx context.Context, req frontend.PollRequest) ([]frontend
 		e.seedLedger(r)
 	}
 	return tasks, nil
+}
+
+// handBackUnanswered makes ready again the runs a poll claimed after its caller left (a worker
+// that stopped, a connection that dropped): nobody will run them, and held until their lease
+// lapsed they would wait 30 s, or for good on a clock that does not move. The claim is always
+// heard to its end (matching's lone claims), because a driver cancelled mid-claim returns at once
+// while the database may still commit it, after the worker's stop released what it held. No
+// attempt is spent, as for a worker's own release (CmdRelease); the fence keeps a run claimed
+// again since untouched.
+func (e *Engine) handBackUnanswered(ctx context.Context, workerID string, runs []store.Run) {
+	now := e.clock.Now()
+	back := make([]store.Mutation, len(runs))
+	for i, r := range runs {
+		back[i] = store.Mutation{RunID: r.ID, Fence: r.Fence, Now: now,
+			Transition: store.Transition{State: store.StateReady, ReadyAt: now}}
+	}
+	res, err := e.store.RunApply(context.WithoutCancel(ctx), back)
+	if err != nil {
+		e.log.Warn("jobs.poll.hand-back-failed", "worker", workerID, "runs", len(runs), "err", err)
+		return
+	}
+	for i, r := range res {
+		if r.Err == nil {
+			e.matching.WakeQueue(runs[i].Queue, 1)
+		}
+	}
 }
 
 // Heartbeat implements frontend.Frontend.

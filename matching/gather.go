@@ -16,8 +16,13 @@ import (
 // (store.ClaimParams.Shares), as the group commit gathers records behind the commit in flight.
 //
 // The rules that keep it from costing latency or runs:
-//   - a poll that finds no claim of its queues in flight claims at once, on its own, with its own
-//     context: a lone worker's claims are what they were;
+//   - a poll that finds no claim of its queues in flight claims at once, on its own: a lone
+//     worker's claims are what they were. Its claim runs on its context's values but not its
+//     cancellation (lone), bounded by the lease as a gathered claim is: a driver whose context
+//     is cancelled returns at once while the database may still commit the claim it sent, and
+//     the runs would then be held by a poll that returned nothing, until their lease lapsed.
+//     The claim's end is always heard instead, and a poll whose caller left returns what it
+//     claimed for its caller to hand back (engine.Poll);
 //   - a gathered claim starts as soon as the one before it ends, so a poll waits at most one
 //     claim longer than it would have (and no longer than that claim's own length);
 //   - the polls of one worker in a gathered claim share one share (a worker id is stamped on
@@ -69,7 +74,7 @@ func (s *Service) claim(ctx context.Context, worker string, queues []string, max
 	if f == nil {
 		s.flights[key] = &inFlight{}
 		s.mu.Unlock()
-		runs, err := s.claimShares(ctx, queues, []store.ClaimShare{{WorkerID: worker, Limit: max}})
+		runs, err := s.lone(ctx, queues, worker, max)
 		s.landed(key, queues)
 		return runs, err
 	}
@@ -81,7 +86,7 @@ func (s *Service) claim(ctx context.Context, worker string, queues []string, max
 	if len(g.workers) >= store.MaxShares && g.workers[worker] == 0 {
 		// A full gathering: this poll claims beside it, as every poll once did.
 		s.mu.Unlock()
-		return s.claimShares(ctx, queues, []store.ClaimShare{{WorkerID: worker, Limit: max}})
+		return s.lone(ctx, queues, worker, max)
 	}
 	c := &claimer{worker: worker, max: max, done: make(chan struct{})}
 	g.workers[worker]++
@@ -160,6 +165,14 @@ func (s *Service) claimGathered(key string, queues []string, g *gathering) {
 		}
 		close(c.done)
 	}
+}
+
+// lone is one poll's claim on its own, on ctx's values but not its cancellation, bounded by the
+// lease (see the rules above).
+func (s *Service) lone(ctx context.Context, queues []string, worker string, max int) ([]store.Run, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Lease)
+	defer cancel()
+	return s.claimShares(ctx, queues, []store.ClaimShare{{WorkerID: worker, Limit: max}})
 }
 
 // claimShares is one store claim for the shares.
