@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -16,7 +18,21 @@ import (
 // or the enqueued run's dedupe id. Being a function of the call, a call done again (its record
 // was lost with a lease or a failed store) names the same effect, and the stores make that a
 // no-op: RunPublish ignores a kept event id, RunCreateOnce returns the run made under the id.
-func callID(runID, name string) string { return "call:" + runID + "/" + name }
+func callID(runID, name string) string { return fitCallID("call:"+runID+"/", name) }
+
+// fitCallID is prefix and name, or, when that would pass jobs.MaxIdentifier (the bound of every
+// id the engine keeps, a dedupe id included), prefix and "#" and the hex SHA-256 of name. A call
+// name may itself be MaxIdentifier bytes, and the run id the prefix adds made its effect's id too
+// long to enqueue under ("dedupeId is … bytes", of a field the caller never set). The digest keeps
+// the id a function of the call, so a call done again names the same effect. A name shorter than
+// the bound keeps its id as it was, so ids of calls in flight across an upgrade are unchanged.
+func fitCallID(prefix, name string) string {
+	if len(prefix)+len(name) <= jobs.MaxIdentifier {
+		return prefix + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return prefix + "#" + hex.EncodeToString(sum[:])
+}
 
 // callIDIn is the id of durable call name of run runID in the run's retry generation gen: the
 // seq of the newest RunRetried from a step in its history (callGeneration). A retry from a step
@@ -34,7 +50,7 @@ func callIDIn(runID, name string, gen int64) string {
 	if gen == 0 {
 		return callID(runID, name)
 	}
-	return "call:" + runID + "@" + strconv.FormatInt(gen, 10) + "/" + name
+	return fitCallID("call:"+runID+"@"+strconv.FormatInt(gen, 10)+"/", name)
 }
 
 // callGeneration is run runID's retry generation (callIDIn), from its ledger: the engine's
