@@ -62,25 +62,11 @@ func callIDIn(runID, name string, gen int64) string {
 // is at the record's after_seq already (checkBeforeEffects), which is the run's last seq, except
 // for a resend whose first send landed and was not folded.
 func (e *Engine) callGeneration(ctx context.Context, runID string, lastSeq int64) (int64, error) {
-	l, ok := e.ledgers.Get(runID)
-	if !ok {
-		l = newLedger()
-		if prev, found, _ := e.ledgers.PeekOrAdd(runID, l); found {
-			l = prev
-		}
+	l, err := e.ledgerFrom(ctx, runID, lastSeq)
+	if err != nil {
+		return 0, err
 	}
-	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seq < lastSeq {
-		events, err := e.store.HistoryRead(ctx, runID, l.seq, 0)
-		if err == nil {
-			err = l.fold(events)
-		}
-		if err != nil {
-			e.ledgers.Remove(runID) // possibly half-folded: start afresh next time
-			return 0, err
-		}
-	}
 	return l.retried, nil
 }
 

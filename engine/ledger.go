@@ -118,6 +118,22 @@ func (l *ledger) fold(events []history.Event) error {
 // history is past seq, or short of it, is X_HISTORY_STALE: the record was built on a history
 // the run does not have.
 func (e *Engine) ledgerAt(ctx context.Context, runID string, seq int64) (*ledger, error) {
+	l, err := e.ledgerFrom(ctx, runID, seq)
+	if err != nil {
+		return nil, err
+	}
+	if l.seq != seq {
+		have := l.seq
+		l.mu.Unlock()
+		return nil, jobs.Errorf(jobs.CodeHistoryStale, "run %s: the record was built on seq %d, the run's history is at seq %d", runID, seq, have)
+	}
+	return l, nil
+}
+
+// ledgerFrom returns the run's ledger folded to seq at least, locked; the caller unlocks it. A
+// ledger short of seq reads the history after its own seq; one that fails to is dropped (it may
+// be half-folded), to start afresh next time.
+func (e *Engine) ledgerFrom(ctx context.Context, runID string, seq int64) (*ledger, error) {
 	l, ok := e.ledgers.Get(runID)
 	if !ok {
 		l = newLedger()
@@ -133,14 +149,9 @@ func (e *Engine) ledgerAt(ctx context.Context, runID string, seq int64) (*ledger
 		}
 		if err != nil {
 			l.mu.Unlock()
-			e.ledgers.Remove(runID) // possibly half-folded: start afresh next time
+			e.ledgers.Remove(runID)
 			return nil, err
 		}
-	}
-	if l.seq != seq {
-		have := l.seq
-		l.mu.Unlock()
-		return nil, jobs.Errorf(jobs.CodeHistoryStale, "run %s: the record was built on seq %d, the run's history is at seq %d", runID, seq, have)
 	}
 	return l, nil
 }
