@@ -34,6 +34,10 @@ const maxNameLen = 900
 // DefaultMaxCatchUp bounds the walk of one round when a schedule declares no MaxCatchUp.
 const DefaultMaxCatchUp = 10
 
+// maxCatchUpLimit bounds MaxCatchUp: a round creates up to MaxCatchUp runs of a schedule in one
+// ScheduleFire transaction, which is bounded as a bulk enqueue, one transaction too, is.
+const maxCatchUpLimit = jobs.MaxEnqueueMany
+
 // Schedule is one cron schedule, as plain data: it is what Define returns, what a provider hands
 // the scheduler, and what travels as JSON (its Input is msgpack, base64 in JSON). Checksum
 // identifies its content.
@@ -54,7 +58,8 @@ type Schedule struct {
 	NoTenant bool   `json:"noTenant,omitempty"`
 	// Policy is the catch-up policy; empty means Skip.
 	Policy Policy `json:"policy,omitempty"`
-	// MaxCatchUp bounds the walk of one round, in every policy; 0 means DefaultMaxCatchUp.
+	// MaxCatchUp bounds the walk of one round, in every policy; 0 means DefaultMaxCatchUp. At
+	// most jobs.MaxEnqueueMany: the runs of a round are one transaction.
 	MaxCatchUp int `json:"maxCatchUp,omitempty"`
 }
 
@@ -70,11 +75,14 @@ func CatchUp(p Policy) Option {
 }
 
 // MaxCatchUp bounds how many occurrences one round walks from the watermark (default 10). It
-// must be positive.
+// must be positive and at most jobs.MaxEnqueueMany (its runs are one transaction).
 func MaxCatchUp(n int) Option {
 	return func(s *Schedule) error {
 		if n <= 0 {
 			return jobs.Errorf(jobs.CodeJobDefinition, "schedule %q: maxCatchUp must be positive, got %d", s.Name, n)
+		}
+		if n > maxCatchUpLimit {
+			return maxCatchUpTooLarge(s.Name, n)
 		}
 		s.MaxCatchUp = n
 		return nil
@@ -225,6 +233,13 @@ func (s Schedule) compile() (*compiled, error) {
 	if s.MaxCatchUp < 0 {
 		return bad("maxCatchUp must be positive, got %d", s.MaxCatchUp)
 	}
+	// Under run-all a round creates every occurrence its walk found, in one transaction: an
+	// unbounded cap let one declaration ("@every 1s", run-all, a huge cap) make the round after an
+	// outage create every missed second's run at once, and run the leader out of memory, then
+	// each node that took the lead after it.
+	if s.MaxCatchUp > maxCatchUpLimit {
+		return nil, maxCatchUpTooLarge(s.Name, s.MaxCatchUp)
+	}
 	// The zone: required, and a real IANA zone. "Local" would make the schedule's hours depend
 	// on the machine that happens to lead.
 	if s.TZ == "" {
@@ -232,6 +247,14 @@ func (s Schedule) compile() (*compiled, error) {
 	}
 	if s.TZ == "Local" {
 		return bad("tz \"Local\" depends on the machine; name an IANA zone")
+	}
+	// "localtime" and "posixrules" are files a machine's zoneinfo directory may hold, not IANA
+	// zones, and LoadLocation reads that directory before the embedded database: where they
+	// exist they load as the machine's own zone (a link to /etc/localtime) and its default rules.
+	// They are "Local" under another name, and a declaration valid on one machine and refused on
+	// another. (EqualFold: a case-insensitive file system finds them in any case.)
+	if strings.EqualFold(s.TZ, "localtime") || strings.EqualFold(s.TZ, "posixrules") {
+		return bad("tz %q is a file of the machine's zoneinfo, which depends on the machine; name an IANA zone", s.TZ)
 	}
 	loc, err := time.LoadLocation(s.TZ)
 	if err != nil {
@@ -278,6 +301,11 @@ func parse(spec string) (sched cron.Schedule, err error) {
 		}
 	}()
 	return parser.Parse(spec)
+}
+
+func maxCatchUpTooLarge(name string, n int) error {
+	return jobs.Errorf(jobs.CodeJobDefinition, "schedule %q: maxCatchUp is %d; the limit is %d (the runs of one round are one transaction)",
+		name, n, maxCatchUpLimit)
 }
 
 func validPolicy(name string, p Policy) error {

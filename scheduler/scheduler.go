@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sort"
 	"sync"
@@ -472,14 +473,17 @@ func (s *Scheduler) declarations(ctx context.Context) ([]declaration, map[string
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[string]*compiled{}
+	// The checksums declared now: what is not among them is forgotten below.
+	current := make(map[string]bool, len(list))
 	out := make([]declaration, 0, len(list))
 	for _, sc := range list {
 		d := declaration{s: sc}
+		sum := sc.Checksum()
+		current[sum] = true
 		switch {
 		case count[sc.Name] > 1:
 			d.err = jobs.Errorf(jobs.CodeJobDefinition, "schedule %q is declared %d times; none of them runs", sc.Name, count[sc.Name])
 		default:
-			sum := sc.Checksum()
 			c := s.compiled[sum]
 			if c == nil {
 				c, d.err = sc.compile()
@@ -490,7 +494,7 @@ func (s *Scheduler) declarations(ctx context.Context) ([]declaration, map[string
 			d.c = c
 		}
 		if d.err != nil {
-			if sum := sc.Checksum(); !s.refused[sum] {
+			if !s.refused[sum] {
 				s.refused[sum] = true
 				s.log.Warn("jobs.scheduler.refused", "schedule", sc.Name, "err", d.err)
 			}
@@ -499,6 +503,13 @@ func (s *Scheduler) declarations(ctx context.Context) ([]declaration, map[string
 		}
 		out = append(out, d)
 	}
+	// Every round reads the declarations again, and one that changed (a deploy that changes an
+	// input or a spec, a worker that declares a new input at every start) is a new checksum:
+	// kept, every version ever declared stayed parsed and remembered for the life of the
+	// process. What is no longer declared is forgotten; declared again, it is parsed again and
+	// its refusal logged again.
+	maps.DeleteFunc(s.compiled, func(sum string, _ *compiled) bool { return !current[sum] })
+	maps.DeleteFunc(s.refused, func(sum string, _ bool) bool { return !current[sum] })
 	sort.Slice(out, func(i, j int) bool { return out[i].s.Name < out[j].s.Name })
 	return out, seen, nil
 }
