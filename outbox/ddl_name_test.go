@@ -6,7 +6,7 @@ import (
 )
 
 // PostgresDDL and SQLiteDDL take the names the store takes, and refuse (panic on) the others:
-// the name is spliced into the SQL unquoted.
+// the name is spliced into the SQL (quoted).
 func TestDDLChecksTheTableName(t *testing.T) {
 	for name, fn := range map[string]func(string) string{"PostgresDDL": PostgresDDL, "SQLiteDDL": SQLiteDDL} {
 		for _, ok := range []string{"", "my_outbox", "app.my_outbox"} {

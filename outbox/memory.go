@@ -67,7 +67,7 @@ func (t *MemTx) Rollback() error {
 // Stage implements Store; tx must be one of this store's.
 func (s *MemoryStore) Stage(_ context.Context, tx Tx, rows []Row) error {
 	t, ok := tx.(*MemTx)
-	if !ok || t.s != s {
+	if !ok || t == nil || t.s != s {
 		return jobs.Errorf(jobs.CodeOutboxNoTx, "outbox: the memory outbox stages only into its own transactions (Begin), not a %T", tx)
 	}
 	t.mu.Lock()

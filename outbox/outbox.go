@@ -98,7 +98,7 @@ func (o *Outbox) Enqueue(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 }
 
 // Tx binds the outbox to tx, the caller's open transaction: job.EnqueueTx(ctx, ob.Tx(tx), in).
-// A nil tx behaves as Enqueue with no transaction in reach.
+// A nil tx, typed (a nil *MemTx) or not, behaves as Enqueue with no transaction in reach.
 func (o *Outbox) Tx(tx Tx) jobs.TxEnqueuer { return bound{o, tx} }
 
 type bound struct {
@@ -111,7 +111,7 @@ func (b bound) EnqueueTx(ctx context.Context, req jobs.EnqueueRequest) (jobs.Enq
 }
 
 func (o *Outbox) enqueue(ctx context.Context, tx Tx, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
-	if tx == nil {
+	if isNil(tx) { // a typed nil (a nil *MemTx) too: see isNil
 		if o.cfg.Mode == Required || o.cfg.Direct == nil {
 			return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeOutboxNoTx,
 				"enqueue of %q: the outbox requires a transaction and none is in reach", req.Job)

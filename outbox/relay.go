@@ -277,6 +277,14 @@ func (r *Relay) publish(ctx context.Context, row Row) error {
 	}
 	req := row.Request
 	req.DedupeID = DedupeID(row.ID)
+	// The delay counts from staging, when the caller enqueued, as a direct enqueue's counts from
+	// its call: the engine counts it from the publish, so it is shortened by the time the row
+	// waited in line (a relay down, a long backlog), down to none. Sent whole, a row published
+	// 50 minutes late with an hour's delay ran at staging + 1h50m. A relay clock behind the
+	// stager's never lengthens it.
+	if waited := r.cfg.Clock.Now().Sub(row.StagedAt); req.Delay > 0 && !row.StagedAt.IsZero() && waited > 0 {
+		req.Delay = max(req.Delay-waited, 0)
+	}
 	_, err := r.cfg.Publisher.Enqueue(ctx, req)
 	return err
 }

@@ -33,7 +33,8 @@ func NewSameDB(eng *engine.Engine, st *postgres.Store) (*SameDB, error) {
 }
 
 // Tx binds the enqueue to tx, a transaction on the engine's database:
-// job.EnqueueTx(ctx, sameDB.Tx(tx), in). A nil tx is X_OUTBOX_NO_TX.
+// job.EnqueueTx(ctx, sameDB.Tx(tx), in). A nil tx, typed (a *pgxpool.Tx never assigned) or not,
+// is X_OUTBOX_NO_TX.
 func (d *SameDB) Tx(tx pgx.Tx) jobs.TxEnqueuer { return sameDBTx{d, tx} }
 
 type sameDBTx struct {
@@ -42,7 +43,7 @@ type sameDBTx struct {
 }
 
 func (b sameDBTx) EnqueueTx(ctx context.Context, req jobs.EnqueueRequest) (jobs.EnqueueResult, error) {
-	if b.tx == nil {
+	if isNil(b.tx) { // a typed nil (a nil *pgxpool.Tx) too: see isNil
 		return jobs.EnqueueResult{}, jobs.Errorf(jobs.CodeOutboxNoTx, "enqueue of %q: no transaction", req.Job)
 	}
 	return b.d.eng.EnqueueIn(ctx, func(ctx context.Context, dedupeID string, p store.CreateRunParams) (store.CreateRunResult, error) {

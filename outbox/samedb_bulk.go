@@ -17,7 +17,7 @@ func (d *SameDB) BulkTx(tx pgx.Tx) jobs.TxBulkEnqueuer { return sameDBTx{d, tx} 
 // caller's transaction with the store's bulk write (COPY), so they exist if and only if it
 // commits.
 func (b sameDBTx) EnqueueManyTx(ctx context.Context, reqs []jobs.EnqueueRequest) ([]jobs.EnqueueItem, error) {
-	if b.tx == nil {
+	if isNil(b.tx) { // a typed nil too: see isNil
 		return nil, jobs.Errorf(jobs.CodeOutboxNoTx, "bulk enqueue: no transaction")
 	}
 	return b.d.eng.EnqueueManyIn(ctx, func(ctx context.Context, ps []store.CreateRunParams) ([]store.CreateRunResult, error) {

@@ -1,14 +1,15 @@
 package outbox
 
-// Every statement of the SQL stores, per dialect, with {T} for the table. The outbox table lives
+// Every statement of the SQL stores, per dialect, with {T} for the table and {I} for its pending
+// index (<table>_pending), both rendered quoted (see quoteName). The outbox table lives
 // in the APPLICATION's database (staging joins the application's transaction), so its DDL is
 // here, applied by SQLStore.Migrate or by the application's own migrations (PostgresDDL,
 // SQLiteDDL), never by the engine's migrations.
 //
 // A row is in line (published_at and failed_at NULL), published (published_at set) or failed
 // (failed_at set: the engine refused it for good and a relay set it aside). Failed rows keep
-// published_at NULL, so they stay in the {I}_pending index: listing and counting them reads the
-// same small index the claim does, and Prune never deletes them.
+// published_at NULL, so they stay in the <table>_pending index: listing and counting them reads
+// the same small index the claim does, and Prune never deletes them.
 
 type dialect struct {
 	name string
@@ -48,7 +49,7 @@ var pgDialect = dialect{
 	error_message text
 );
 -- The relay's claim walks the unpublished rows in (staged_at, id) order.
-CREATE INDEX IF NOT EXISTS {I}_pending ON {T} (staged_at, id) WHERE published_at IS NULL;`,
+CREATE INDEX IF NOT EXISTS {I} ON {T} (staged_at, id) WHERE published_at IS NULL;`,
 
 	added:     []string{"failed_at timestamptz", "error_code text", "error_message text"},
 	addColumn: `ALTER TABLE {T} ADD COLUMN IF NOT EXISTS `,
@@ -118,7 +119,7 @@ var sqliteDialect = dialect{
 	error_code    TEXT,
 	error_message TEXT
 );
-CREATE INDEX IF NOT EXISTS {I}_pending ON {T} (staged_at, id) WHERE published_at IS NULL;`,
+CREATE INDEX IF NOT EXISTS {I} ON {T} (staged_at, id) WHERE published_at IS NULL;`,
 
 	// SQLite has no ADD COLUMN IF NOT EXISTS: Migrate looks first.
 	added:     []string{"failed_at INTEGER", "error_code TEXT", "error_message TEXT"},

@@ -32,12 +32,13 @@ type SQLStore struct {
 
 var _ Store = (*SQLStore)(nil)
 
-// tableName: a plain lower-case identifier, optionally schema-qualified. It is spliced into SQL,
-// so nothing else is accepted.
+// tableName: a plain lower-case identifier, optionally schema-qualified. It is spliced into SQL
+// (quoted, see quoteName), so nothing else is accepted.
 var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
 
 // NewPostgresStore returns the outbox store on pool's database; the relay's statements run on
 // pool. Staging accepts a pgx transaction (Pgx) or a database/sql one (SQL) on the same database.
+// A table name with a part over 63 bytes, which Postgres would cut short, is X_BAD_REQUEST.
 func NewPostgresStore(pool *pgxpool.Pool, table string) (*SQLStore, error) {
 	if pool == nil {
 		return nil, jobs.Errorf(jobs.CodeInvariant, "outbox: no Postgres pool")
@@ -61,12 +62,33 @@ func newSQLStore(d dialect, db conn, table string) (*SQLStore, error) {
 	if !tableName.MatchString(table) {
 		return nil, jobs.Errorf(jobs.CodeBadRequest, "outbox: table %q: want a lower-case identifier, optionally schema-qualified", table)
 	}
+	if err := tableFits(d, table); err != nil {
+		return nil, err
+	}
 	return &SQLStore{d: d, db: db, table: table, sql: render(d, table)}, nil
 }
 
+// maxPgName is the most bytes of a name Postgres keeps (NAMEDATALEN - 1).
+const maxPgName = 63
+
+// tableFits refuses, on Postgres, a table name with a part longer than Postgres keeps. Postgres
+// cuts such a name to its first 63 bytes without an error, so two stores named apart only past
+// them shared one table, each relay publishing the other's rows. SQLite keeps whole names.
+func tableFits(d dialect, table string) error {
+	if d.name != pgDialect.name {
+		return nil
+	}
+	for _, part := range strings.Split(table, ".") {
+		if len(part) > maxPgName {
+			return jobs.Errorf(jobs.CodeBadRequest, "outbox: table %q: %q is %d bytes; Postgres keeps %d of a name, and two names alike in those would be one table", table, part, len(part), maxPgName)
+		}
+	}
+	return nil
+}
+
 func render(d dialect, table string) dialect {
-	index := table[strings.LastIndexByte(table, '.')+1:]
-	r := strings.NewReplacer("{T}", table, "{I}", index)
+	index := table[strings.LastIndexByte(table, '.')+1:] + "_pending"
+	r := strings.NewReplacer("{T}", quoteName(table), "{I}", quoteName(index))
 	for _, p := range []*string{&d.ddl, &d.addColumn, &d.stage, &d.claim, &d.markPublished, &d.markFailed,
 		&d.release, &d.backlog, &d.failed, &d.failedCount, &d.requeue, &d.setAside, &d.drop, &d.prune} {
 		*p = r.Replace(*p)
@@ -74,14 +96,25 @@ func render(d dialect, table string) dialect {
 	return d
 }
 
+// quoteName quotes each part of a name tableName accepted ("app.order" is "app"."order"), for
+// splicing into SQL. A lower-case name means the same quoted or not, in Postgres and in SQLite,
+// but only quoted may it be a reserved word: tableName accepts "order" or "user", and spliced
+// bare the store took such a name, then failed every statement (Migrate first) with a syntax
+// error it reported as X_STORE_UNAVAILABLE, a failure a caller retries. tableName admits no
+// double quote, so the quoting needs no escape.
+func quoteName(name string) string {
+	return `"` + strings.ReplaceAll(name, ".", `"."`) + `"`
+}
+
 // PostgresDDL is the outbox table's DDL for Postgres, for an application that applies its schema
 // with its own migrations. It is idempotent (IF NOT EXISTS), and it also adds, to a table an
 // earlier version created, the columns added since (failed_at, error_code, error_message):
 // re-apply it on upgrade. table is checked as NewPostgresStore checks it ("" means DefaultTable);
 // a name the store would refuse panics, as regexp.MustCompile does: the name is spliced into the
-// SQL unquoted, and it is the application's constant, so a bad one is a programming mistake.
+// SQL (quoted, see quoteName), and it is the application's constant, so a bad one is a
+// programming mistake.
 func PostgresDDL(table string) string {
-	table = mustDDLTable("PostgresDDL", table)
+	table = mustDDLTable(pgDialect, "PostgresDDL", table)
 	d := render(pgDialect, table)
 	ddl := d.ddl
 	for _, c := range d.added {
@@ -96,17 +129,20 @@ func PostgresDDL(table string) string {
 // ALTER TABLE <table> ADD COLUMN error_code TEXT; ALTER TABLE <table> ADD COLUMN error_message
 // TEXT. A table name NewSQLiteStore would refuse panics, as in PostgresDDL.
 func SQLiteDDL(table string) string {
-	table = mustDDLTable("SQLiteDDL", table)
+	table = mustDDLTable(sqliteDialect, "SQLiteDDL", table)
 	return render(sqliteDialect, table).ddl
 }
 
 // mustDDLTable is the table name newSQLStore takes, or a panic naming what is wrong with it.
-func mustDDLTable(fn, table string) string {
+func mustDDLTable(d dialect, fn, table string) string {
 	if table == "" {
 		return DefaultTable
 	}
 	if !tableName.MatchString(table) {
 		panic(fmt.Sprintf("outbox: %s(%q): want a lower-case identifier, optionally schema-qualified, as the store takes", fn, table))
+	}
+	if err := tableFits(d, table); err != nil {
+		panic(fmt.Sprintf("outbox: %s: %v", fn, err))
 	}
 	return table
 }
@@ -136,7 +172,7 @@ func (s *SQLStore) Migrate(ctx context.Context) error {
 func (s *SQLStore) addColumn(ctx context.Context, def string) error {
 	name, _, _ := strings.Cut(def, " ")
 	has := func() bool {
-		rows, err := s.db.query(ctx, "SELECT "+name+" FROM "+s.table+" WHERE 1 = 0")
+		rows, err := s.db.query(ctx, "SELECT "+name+" FROM "+quoteName(s.table)+" WHERE 1 = 0")
 		if err != nil {
 			return false
 		}

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"database/sql"
+	"reflect"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -16,9 +17,10 @@ type Tx interface {
 	exec(ctx context.Context, query string, args ...any) error
 }
 
-// Pgx wraps a pgx transaction.
+// Pgx wraps a pgx transaction. A nil one, typed (a *pgxpool.Tx never assigned) or not, is no
+// transaction: Pgx returns nil.
 func Pgx(tx pgx.Tx) Tx {
-	if tx == nil {
+	if isNil(tx) {
 		return nil
 	}
 	return pgxTx{tx}
@@ -53,6 +55,22 @@ type txKey struct{}
 // code further down enqueues without being handed the transaction.
 func WithTx(ctx context.Context, tx Tx) context.Context {
 	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer (or map, slice, func,
+// chan). A caller's transaction variable that was never assigned reaches the outbox as such a
+// typed nil (a nil *pgxpool.Tx in a pgx.Tx, a nil *MemTx in a Tx): compared with == nil it is
+// not nil, and the first statement on it panicked in the caller's request. It is no
+// transaction, as an untyped nil is.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // TxFrom returns the transaction ctx carries, or nil.
