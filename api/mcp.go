@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
 
@@ -29,7 +31,7 @@ func (s *Server) mcpHandler() http.Handler {
 	local := client.Local(s.eng, s.cfg.Scheduler)
 	read := mcp.NewServer(local, mcp.Options{Access: mcp.ReadOnly, Logger: s.log})
 	all := mcp.NewServer(local, mcp.Options{Access: mcp.ReadWrite, Logger: s.log})
-	return s.mcpRefusals(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	return s.mcpOneMessage(s.mcpRefusals(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		if credentialOf(r).Role.can(capAct) {
 			return all
 		}
@@ -42,7 +44,50 @@ func (s *Server) mcpHandler() http.Handler {
 		// engine without a token is held to requests by address, and a token is not
 		// something a rebinding page can send.
 		DisableLocalhostProtection: true,
-	}))
+	})))
+}
+
+// mcpOneMessage serves one JSON-RPC message a request: a POST whose body is a JSON array (a
+// batch) is refused with 400 X_BAD_REQUEST before the SDK reads it, so no call in it runs.
+//
+// The SDK serves a batch sent without an MCP-Protocol-Version header, or with a version before
+// 2025-06-18 (which dropped batching), by running every call in it at once and holding every
+// answer for one reply. One body of MaxBody bytes was then some 20,000 tool calls, as many
+// store queries in flight, and an answer of tens of megabytes built in memory (a page of 500
+// runs each: gigabytes), on a viewer's token; and a batch repeating an id answered one of
+// its calls and dropped the other without a word. One message a request holds a POST to the cost of one tool
+// call, as a GET on /v1 is one query. The SDK's client sends one message a request.
+func (s *Server) mcpOneMessage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// JSON's leading whitespace is skipped (read and dropped: the body means the same
+		// without it); the first other byte is put back for the SDK. A read error (a body over
+		// MaxBody) is left for the SDK to meet and refuse as before.
+		body := bufio.NewReader(r.Body)
+		for {
+			b, err := body.ReadByte()
+			if err != nil {
+				break
+			}
+			if b == ' ' || b == '\t' || b == '\n' || b == '\r' {
+				continue
+			}
+			_ = body.UnreadByte()
+			if b == '[' {
+				s.writeError(w, r, jobs.Errorf(jobs.CodeBadRequest, "mcp: a JSON-RPC batch is not served: send one message a request"))
+				return
+			}
+			break
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, r.Body}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // mcpRefusals answers the SDK transport's own refusals as the API answers every refusal, with

@@ -117,11 +117,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (*lockedWriter) Close() error { return nil }
 
-// lineFilter reads stdin a line at a time and passes on each line that holds a JSON-RPC message
-// (or a batch of them), trimmed. Any other line is answered on stdout with a JSON-RPC error, id
-// null as the protocol has it when the id cannot be read, and skipped: -32700 for a line that is
-// not JSON (or longer than max bytes), -32600 for JSON that is not a message. A blank line is
-// skipped.
+// lineFilter reads stdin a line at a time and passes on each line that holds one JSON-RPC
+// message, trimmed. Any other line is answered on stdout with a JSON-RPC error, id null as the
+// protocol has it when the id cannot be read, and skipped: -32700 for a line that is not JSON (or
+// longer than max bytes), -32600 for JSON that is not a message, and for a batch (refuseBatch).
+// A blank line is skipped.
 type lineFilter struct {
 	in   *bufio.Reader
 	out  io.Writer
@@ -144,6 +144,8 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 		case len(line) == 0:
 		case !json.Valid(line):
 			f.refuse(jsonrpc.CodeParseError, "parse error: the line is not JSON")
+		case line[0] == '[':
+			f.refuseBatch(line)
 		case !isMessage(line):
 			f.refuse(jsonrpc.CodeInvalidRequest, "invalid request: the line is JSON but not a JSON-RPC 2.0 message")
 		default:
@@ -174,20 +176,44 @@ func (f *lineFilter) line() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// isMessage reports whether a line of JSON is what the SDK's transport reads: a JSON-RPC message,
-// or a non-empty array of them.
+// isMessage reports whether a line of JSON is one JSON-RPC message, as the SDK's transport reads
+// it.
 func isMessage(line []byte) bool {
-	var batch []json.RawMessage
-	if json.Unmarshal(line, &batch) == nil {
-		for _, m := range batch {
-			if _, err := jsonrpc.DecodeMessage(m); err != nil {
-				return false
-			}
-		}
-		return len(batch) > 0
-	}
 	_, err := jsonrpc.DecodeMessage(line)
 	return err == nil
+}
+
+// batchRefusal is the answer to each call of a batch line.
+const batchRefusal = "invalid request: a JSON-RPC batch is not served: send one message a line"
+
+// refuseBatch answers a line that is a JSON array (a JSON-RPC batch) without handing it on: each
+// call in it gets -32600 by its id, in one array as a batch is answered, and a line with no
+// call one -32600 with id null.
+//
+// The SDK's transport ended the session on a batch whose messages each passed isMessage: one
+// repeating an id ("duplicate message ID"), one reusing the id of a batch still in flight, one
+// nested deeper than its limit only as a whole (engine mcp exited 1, X_INTERNAL, the calls in
+// flight unanswered). Checking those would copy the transport's bookkeeping; batches are gone
+// from the protocol since 2025-06-18, and /mcp serves one message a request too.
+func (f *lineFilter) refuseBatch(line []byte) {
+	var batch []json.RawMessage
+	_ = json.Unmarshal(line, &batch)
+	var answers []json.RawMessage
+	for _, m := range batch {
+		msg, err := jsonrpc.DecodeMessage(m)
+		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && req.IsCall() {
+			b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: batchRefusal}})
+			if err == nil {
+				answers = append(answers, b)
+			}
+		}
+	}
+	if len(answers) == 0 {
+		f.refuse(jsonrpc.CodeInvalidRequest, batchRefusal)
+		return
+	}
+	b, _ := json.Marshal(answers)
+	_, _ = f.out.Write(append(b, '\n'))
 }
 
 // refuse answers a line that is no message.
@@ -205,7 +231,7 @@ func (f *lineFilter) refuse(code int64, msg string) {
 // read has its answer before it reports the end, which ends the session: the SDK drops the
 // answers still in flight when reading ends. (Wrapped, the SDK's connection no longer hears the
 // protocol version the session settled on, whose one use there is to refuse JSON-RPC batches
-// from 2025-06-18 on: such a batch is served instead.)
+// from 2025-06-18 on: lineFilter refuses every batch before it.)
 type drainingConn struct {
 	sdk.Connection
 	drain time.Duration
