@@ -69,6 +69,18 @@ func (d Declaration) Validate() error {
 	if d.Checksum != Checksum(d.Data) {
 		return Errorf(CodeJobDefinition, "declaration %s %q: checksum %q does not match its data", d.Kind, d.Name, d.Checksum)
 	}
+	if d.Kind == DeclareSchedule || d.Kind == DeclareBackfill {
+		// The engine reads these by the name in their data (the schedule it fires, the backfill
+		// it shows), and the manifest files them by the entry's: an entry whose data named another
+		// would stand in for that one, or, beside it, make the scheduler refuse both as declared
+		// twice.
+		var named struct {
+			Name *string `json:"name"`
+		}
+		if json.Unmarshal(d.Data, &named) != nil || named.Name == nil || *named.Name != d.Name {
+			return Errorf(CodeJobDefinition, "declaration %s %q: its data does not name it (a %s's data holds its name)", d.Kind, d.Name, d.Kind)
+		}
+	}
 	return nil
 }
 

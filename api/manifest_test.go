@@ -38,7 +38,7 @@ func setupEnv(t *testing.T, opts testenv.Options, cfg api.Config) *bundle {
 type withBackfill struct{ jobs.Definition }
 
 func (w withBackfill) Declarations() []jobs.Declaration {
-	d, err := jobs.NewDeclaration(jobs.DeclareBackfill, w.Name()+"-2025", map[string]string{"from": "2025-01-01"})
+	d, err := jobs.NewDeclaration(jobs.DeclareBackfill, w.Name()+"-2025", map[string]string{"name": w.Name() + "-2025", "from": "2025-01-01"})
 	if err != nil {
 		panic(err)
 	}

@@ -21,7 +21,7 @@ func TestManifestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := jobs.NewDeclaration(jobs.DeclareSchedule, "nightly", map[string]string{"cron": "0 3 * * *", "job": "send-invoice"})
+	sched, err := jobs.NewDeclaration(jobs.DeclareSchedule, "nightly", map[string]string{"name": "nightly", "cron": "0 3 * * *", "job": "send-invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}
