@@ -31,7 +31,9 @@ type RunFilter struct {
 	// Before is the Next of the previous page: keyset paging by run id (newest first), so a
 	// page deep into a large table costs what the first one does.
 	Before string `json:"before,omitempty"`
-	// Limit is the page size, 1 to MaxSearchPage; 0 means 50.
+	// Limit is the page size, 1 to MaxSearchPage; 0 means 50. A first page searched by a run's
+	// id holds that run beside up to Limit runs of the key (Next pages through the key's runs
+	// only), so it may hold Limit+1.
 	Limit int `json:"limit,omitempty"`
 }
 
