@@ -310,11 +310,15 @@ var wiringCodes = map[jobs.Code]bool{
 }
 
 // heldHint tells the operator reading a pass's error how a row held for an undeclared job or
-// queue ends: a worker declaring it, or, when none ever will, setting the row aside.
+// queue ends: a worker declaring it, or, when none ever will, setting the row aside. A row the
+// relay's credential may not publish (X_FORBIDDEN: a credential scoped to one tenant, and a row
+// of another) holds the line too, until the credential is fixed or the row set aside.
 func heldHint(err error) string {
 	switch jobs.CodeOf(err) {
 	case jobs.CodeJobUndeclared, jobs.CodeQueueUndeclared:
 		return ", held in place until a worker declares it; if none ever will, set the row aside (Store.SetAside)"
+	case jobs.CodeForbidden:
+		return ", held in place: the relay's credential may not enqueue it (a credential scoped to one tenant publishes only that tenant's rows); give the relay an unscoped operator credential, or set the row aside (Store.SetAside)"
 	}
 	return ""
 }
