@@ -16,10 +16,12 @@ import (
 // are stored in the clear with the event.
 
 // Bounds on the match fields given beside a payload: they are stored with the event and compared
-// at every wait, so they stay small.
+// at every wait, so they stay small. A pair is at most what a wait's pair may be (the engine holds
+// a wait's pairs to jobs.ValidIdentifier): it was 1,024 bytes, so a pair of 1,001 to 1,024 bytes
+// was stored with its event and matched no wait ever (TestAMatchPairNoWaitCanHoldIsRefused).
 const (
 	maxMatchFields = 32
-	maxMatchPair   = 1024
+	maxMatchPair   = jobs.MaxIdentifier
 )
 
 // PublishMatched is PublishID with the event's match fields given: match nil matches on the
