@@ -2,13 +2,13 @@ package history
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,20 +76,38 @@ func LoadFile(path string) ([]Event, error) {
 	return Load(f)
 }
 
-// Load reads events written by Dump. It checks that seqs are contiguous from the first one.
+// Load reads events written by Dump. A run's history is contiguous from seq 1 (its RunStarted),
+// so Load refuses a dump whose first event is not seq 1 (its head cut off, or its seqs edited)
+// and one whose seqs are not contiguous. An empty dump is no events.
 func Load(r io.Reader) ([]Event, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
+	// Lines are read whole, whatever their length: the engine writes an event on one line however
+	// large it is (an engine's MaxPayload may be raised far past its 1 MiB default, and a payload's
+	// view may take six bytes a byte), and a line limit made such a dump, or the retention archive
+	// that is a deleted run's only copy, impossible to load (TestLoadReadsBackALineOfAnySize).
+	// What Load holds is bounded by what it reads, as it is for a dump of many lines.
+	br := bufio.NewReaderSize(r, 64*1024)
 	var out []Event
 	n := 0
-	for sc.Scan() {
+	for {
+		raw, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return nil, fmt.Errorf("history: line %d: %w", n+1, rerr)
+		}
+		if len(raw) == 0 && rerr == io.EOF {
+			break
+		}
 		n++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
+		text := bytes.TrimSpace(raw)
+		if len(text) == 0 {
+			if rerr == io.EOF {
+				break
+			}
 			continue
 		}
-		var l dumpLine
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
+		// The view is for people and Load ignores it: it is skipped, not decoded (loadLine has
+		// no field for it), which for a large payload is most of the line.
+		var l loadLine
+		if err := json.Unmarshal(text, &l); err != nil {
 			return nil, fmt.Errorf("history: line %d: %w", n, err)
 		}
 		if !Known(l.Kind) {
@@ -102,12 +120,29 @@ func Load(r io.Reader) ([]Event, error) {
 		if err := checkData(data); err != nil {
 			return nil, fmt.Errorf("history: line %d: data: %w", n, err)
 		}
+		// replay folds only seqs past the last it folded (from 0), so events at seq 0 or below
+		// would be skipped without a word, and a history from a later seq has no RunStarted.
+		if len(out) == 0 && l.Seq != 1 {
+			return nil, fmt.Errorf("history: line %d: the first event is seq %d; a history starts at seq 1 (its RunStarted)", n, l.Seq)
+		}
 		if len(out) > 0 && l.Seq != out[len(out)-1].Seq+1 {
 			return nil, fmt.Errorf("history: line %d: seq %d follows %d; a history is contiguous", n, l.Seq, out[len(out)-1].Seq)
 		}
 		out = append(out, Event{Seq: l.Seq, Kind: l.Kind, Name: l.Name, At: l.At, Data: data})
+		if rerr == io.EOF {
+			break
+		}
 	}
-	return out, sc.Err()
+	return out, nil
+}
+
+// loadLine is dumpLine without its view, which Load does not read.
+type loadLine struct {
+	Seq  int64     `json:"seq"`
+	Kind Kind      `json:"kind"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
+	Data string    `json:"data"`
 }
 
 // View decodes an event's payload into plain values for display: msgpack values nested inside

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/history"
@@ -19,16 +21,24 @@ import (
 func Check(ctx context.Context, def jobs.Definition, events []history.Event) error {
 	// A dump does not carry its run's id: the messages name the check instead of an empty id.
 	info := jobs.RunInfo{RunID: "(replay.Check)", Job: def.Name(), Queue: def.Config().Queue, Attempt: 1}
-	if len(events) > 0 {
-		if p, err := events[0].Decode(); err == nil {
-			if rs, ok := p.(history.RunStarted); ok {
-				if rs.Job != def.Name() {
-					return jobs.Errorf(jobs.CodeReplayDiverged, "the history is of job %q, not %q", rs.Job, def.Name())
-				}
-				info.Actor = jobs.Actor{Tenant: rs.Tenant, EnqueuedBy: rs.EnqueuedBy}
-			}
-		}
+	// What Check is given is the caller's: a history that is not one (empty, as an empty testdata
+	// file is, or not started by its RunStarted) is refused as such, not left to Start, whose
+	// X_INVARIANT says the engine handed a worker a broken history, a bug.
+	if len(events) == 0 {
+		return jobs.Errorf(jobs.CodeBadRequest, "replay.Check: the history is empty; a run's history starts with its RunStarted (seq 1)")
 	}
+	if events[0].Kind != history.KindRunStarted {
+		return jobs.Errorf(jobs.CodeBadRequest, "replay.Check: the history's first event is %s (seq %d), not its RunStarted", events[0].Kind, events[0].Seq)
+	}
+	p, err := events[0].Decode()
+	if err != nil {
+		return jobs.Wrap(jobs.CodeEncoding, err, "replay.Check: the history's RunStarted")
+	}
+	rs := p.(history.RunStarted)
+	if rs.Job != def.Name() {
+		return jobs.Errorf(jobs.CodeReplayDiverged, "the history is of job %q, not %q", rs.Job, def.Name())
+	}
+	info.Actor = jobs.Actor{Tenant: rs.Tenant, EnqueuedBy: rs.EnqueuedBy}
 	// The attempt the history's last events were written by: a body that reads Ctx.Attempt()
 	// replays as that attempt did.
 	for _, ev := range events {
@@ -72,7 +82,13 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 func CheckFile(ctx context.Context, def jobs.Definition, path string) error {
 	events, err := history.LoadFile(path)
 	if err != nil {
-		return err
+		// history cannot carry jobs codes (jobs imports it): the code is given here. A file that
+		// cannot be opened or read is the caller's path; one that does not load is not a dump.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return jobs.Wrap(jobs.CodeBadRequest, err, "replay.CheckFile")
+		}
+		return jobs.Wrap(jobs.CodeEncoding, err, "replay.CheckFile: %s is not a history dump", path)
 	}
 	return Check(ctx, def, events)
 }
