@@ -217,7 +217,11 @@ func (w *Worker) heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (
 			return frontend.HeartbeatResponse{}, err
 		}
 		if len(resp.Codes) != len(part.Leases) {
-			return resp, nil // the caller reports the mismatch
+			// Refused here, not handed up as the answer: the caller checks the count against the
+			// whole renewal, which one part's miscounted answer may match, and its codes would
+			// then land on other claims (TestAMiscountedPartOfASplitHeartbeatRenewsNothing).
+			return frontend.HeartbeatResponse{}, jobs.Errorf(jobs.CodeInvariant,
+				"heartbeat answered %d codes for %d leases", len(resp.Codes), len(part.Leases))
 		}
 		out.Codes = append(out.Codes, resp.Codes...)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/frontend"
 )
 
@@ -50,5 +51,41 @@ func TestAHeartbeatOfManyClaimsIsSplit(t *testing.T) {
 	}
 	if len(fe.sizes) != 3 {
 		t.Fatalf("%d heartbeats; want 3", len(fe.sizes))
+	}
+}
+
+// overAnswering answers each heartbeat with one code per lease, except the one carrying fewer
+// than a whole request's leases, which it answers with `total` codes.
+type overAnswering struct {
+	frontend.Frontend
+	total int
+}
+
+func (o *overAnswering) Heartbeat(_ context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	n := len(req.Leases)
+	if n < frontend.MaxHeartbeatLeases {
+		n = o.total
+	}
+	return frontend.HeartbeatResponse{Codes: make([]string, n)}, nil
+}
+
+// A part of a split heartbeat answered with the wrong number of codes fails the whole renewal:
+// its answer is not taken for the codes of every part, even when its length happens to be the
+// whole renewal's (the codes would then land on other claims, renewing or aborting the wrong
+// runs).
+func TestAMiscountedPartOfASplitHeartbeatRenewsNothing(t *testing.T) {
+	t.Parallel()
+	n := frontend.MaxHeartbeatLeases + 5
+	w := &Worker{fe: &overAnswering{total: n}}
+	req := frontend.HeartbeatRequest{WorkerID: "w"}
+	for i := range n {
+		req.Leases = append(req.Leases, frontend.Lease{RunID: fmt.Sprint(i), Fence: 1})
+	}
+	resp, err := w.heartbeat(t.Context(), req)
+	if err == nil {
+		t.Fatalf("a part answered %d codes for 5 leases was taken as the answer (%d codes, no error)", n, len(resp.Codes))
+	}
+	if !jobs.HasCode(err, jobs.CodeInvariant) {
+		t.Fatalf("err = %v, want X_INVARIANT", err)
 	}
 }

@@ -67,6 +67,9 @@ type limiter struct {
 	running map[string]int
 	starts  map[string][]time.Time
 	backoff map[string]time.Duration
+	// sweepAt is when starts is next swept of the tenants whose every start left the rate's
+	// window (forget).
+	sweepAt time.Time
 }
 
 func newLimiter(cfg LimitConfig, c clock.Clock) *limiter {
@@ -202,10 +205,27 @@ func (l *limiter) admit(t frontend.Task) (ok bool, reason string, readyAt time.T
 			return false, HandBackRate, s[0].Add(r.Per)
 		}
 		l.starts[t.Tenant] = append(s, now)
+		l.forget(now, r.Per)
 	}
 	l.running[t.Tenant]++
 	delete(l.backoff, t.Tenant)
 	return true, "", time.Time{}
+}
+
+// forget drops, once a period, the tenants whose every start left the rate's window: a start is
+// pruned only when its own tenant is admitted again, so a tenant seen once used to keep its entry
+// for the process's life, one per tenant ever run (TestTenantLimitsForgetTenantsThatLeft). The
+// sweep walks the tenants started within about two periods, once a period. l.mu is held.
+func (l *limiter) forget(now time.Time, per time.Duration) {
+	if now.Before(l.sweepAt) {
+		return
+	}
+	l.sweepAt = now.Add(per)
+	for tenant, s := range l.starts {
+		if len(s) == 0 || !s[len(s)-1].After(now.Add(-per)) {
+			delete(l.starts, tenant)
+		}
+	}
 }
 
 // done ends an admitted run's hold on its tenant's budget.
@@ -217,6 +237,9 @@ func (l *limiter) done(t frontend.Task) {
 	defer l.mu.Unlock()
 	if l.running[t.Tenant]--; l.running[t.Tenant] <= 0 {
 		delete(l.running, t.Tenant)
+		// No longer at its cap, and the cap's backoff doubles only while it stays there. Kept,
+		// it was an entry per tenant that ever reached its cap, for the process's life.
+		delete(l.backoff, t.Tenant)
 	}
 	if len(l.starts[t.Tenant]) == 0 {
 		delete(l.starts, t.Tenant)

@@ -353,8 +353,33 @@ func (w *Worker) poll(queue string, concurrency int) {
 		back := w.lim.lend(free) // while the poll waits, pollers of other queues may borrow them
 		tasks, err := w.fe.Poll(w.pollCtx, frontend.PollRequest{WorkerID: w.cfg.ID, Queues: []string{queue}, Max: free,
 			Wait: w.cfg.PollWait, Limits: w.limits})
+		var unasked []frontend.Task
+		if err != nil {
+			// A failed poll's runs are not this worker's to run (the engine's lease expiry
+			// settles any it did claim): their slots are given back with the rest. Kept, each
+			// held a slot for good, and a few such answers left the queue unable to claim.
+			tasks = nil
+		} else if len(tasks) > free {
+			// An engine answered more runs than asked for (a bug, a proxy that merged answers):
+			// only free slots were taken, so the rest are handed back unrun, as a run of a job
+			// this worker does not host is. Run, they exceeded the queue's concurrency, and
+			// their slots' release took other claims' tokens until the poller and Stop hung
+			// (TestRunsBeyondAPollsAskAreHandedBack).
+			tasks, unasked = tasks[:free], tasks[free:]
+		}
 		unused(free - len(tasks))
 		within := back(len(tasks))
+		if len(unasked) > 0 {
+			w.log.Warn("jobs.poll.over-answered", "queue", queue, "asked", free, "answered", free+len(unasked))
+			why := fmt.Sprintf("the engine answered worker %s's poll of %d runs with %d: handed back unrun", w.cfg.ID, free, free+len(unasked))
+			for _, t := range unasked {
+				w.inflight.Add(1)
+				go func() {
+					defer w.inflight.Done()
+					w.handBack(t, why)
+				}()
+			}
+		}
 		if err != nil {
 			if w.pollCtx.Err() != nil {
 				return
@@ -400,14 +425,26 @@ type claimed struct {
 	over bool
 }
 
-// handle runs one claimed task to the end of its claim, in slot s, or hands it back when over
-// the process's Global budget.
-func (w *Worker) handle(t frontend.Task, s *slot, over bool) {
-	log := &runLog{w: w, run: t.RunID, job: t.Job, attempt: t.Attempt}
+// newRecorder returns the recorder of a claimed task.
+func (w *Worker) newRecorder(t frontend.Task) *recorder {
 	rec := &recorder{fe: w.fe, w: w, runID: t.RunID, queue: t.Queue, fence: t.Fence, worker: w.cfg.ID, token: t.LeaseToken, seq: t.LastSeq, claimedAt: w.clock.Now()}
 	if w.limits[t.Job] > 0 {
 		rec.slot = frontend.SlotKey(t.Job)
 	}
+	return rec
+}
+
+// handBack releases a claimed task unrun and ready at once (no attempt spent), outside any slot.
+func (w *Worker) handBack(t frontend.Task, why string) {
+	log := &runLog{w: w, run: t.RunID, job: t.Job, attempt: t.Attempt}
+	w.finalize(w.newRecorder(t), log, frontend.Command{Kind: frontend.CmdRelease, ReadyAt: w.clock.Now(), Error: why})
+}
+
+// handle runs one claimed task to the end of its claim, in slot s, or hands it back when over
+// the process's Global budget.
+func (w *Worker) handle(t frontend.Task, s *slot, over bool) {
+	log := &runLog{w: w, run: t.RunID, job: t.Job, attempt: t.Attempt}
+	rec := w.newRecorder(t)
 	def, ok := w.cfg.Registry.Get(t.Job)
 	if !ok {
 		// Another worker may host it: hand it back without spending an attempt.
