@@ -80,15 +80,25 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 
 // CheckFile is Check over a dump file written by `engine history dump ID`.
 func CheckFile(ctx context.Context, def jobs.Definition, path string) error {
-	events, err := history.LoadFile(path)
+	events, err := LoadFile(path)
 	if err != nil {
-		// history cannot carry jobs codes (jobs imports it): the code is given here. A file that
-		// cannot be opened or read is the caller's path; one that does not load is not a dump.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return jobs.Wrap(jobs.CodeBadRequest, err, "replay.CheckFile")
-		}
-		return jobs.Wrap(jobs.CodeEncoding, err, "replay.CheckFile: %s is not a history dump", path)
+		return err
 	}
 	return Check(ctx, def, events)
+}
+
+// LoadFile is history.LoadFile with its refusals coded, for the checks over a dump file (this
+// package's and codec/wrap's). history cannot carry jobs codes (jobs imports it): the code is
+// given here. A file that cannot be opened or read is the caller's path (X_BAD_REQUEST); one
+// that does not load is not a dump (X_ENCODING, naming the file and the line).
+func LoadFile(path string) ([]history.Event, error) {
+	events, err := history.LoadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, jobs.Wrap(jobs.CodeBadRequest, err, "replay.CheckFile")
+		}
+		return nil, jobs.Wrap(jobs.CodeEncoding, err, "replay.CheckFile: %s is not a history dump", path)
+	}
+	return events, nil
 }

@@ -25,7 +25,7 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event, set
 
 // CheckFile is Check over a dump file written by `engine history dump ID`.
 func CheckFile(ctx context.Context, def jobs.Definition, path string, set *codec.Set) error {
-	events, err := history.LoadFile(path)
+	events, err := replay.LoadFile(path)
 	if err != nil {
 		return err
 	}
