@@ -191,10 +191,9 @@ func TestCancelBeforeADedupedEnqueueLeavesTheExistingRun(t *testing.T) {
 }
 
 // A record holds two publishes; the run is cancelled once the first is out. The second is not
-// published: the engine reads the run again before a publish that follows another effect. (The
-// first is out: an event cannot be taken back. A cancel that commits between the last read and
-// the store's publish is seen by the publish's own check of the claim:
-// TestClaimLostRightBeforeThePublishPublishesNothing.)
+// published: each publish is checked against the record's claim in its own transaction. (The
+// first is out: an event cannot be taken back. TestClaimLostRightBeforeThePublishPublishesNothing
+// covers a cancel that commits right before the store's publish.)
 func TestCancelBetweenPublishesStopsTheNext(t *testing.T) {
 	for _, b := range testenv.Backends() {
 		t.Run(b.Name, func(t *testing.T) {

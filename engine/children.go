@@ -282,7 +282,7 @@ func cascadeReason(parent, child store.Run) string {
 }
 
 // linkedUnderLiveParent runs after a child's link is written: a cancel of the parent that
-// committed after the record's claim check (holds) may have read the parent's children before
+// committed after the record's claim check (heldRun) may have read the parent's children before
 // the link existed, and its cascade then never reaches the child, which runs to its end under a
 // cancelled parent. Either the parent's cancel commits after this read, and its cascade reads
 // the children after the link was written, or this read sees it and cancels the child itself.

@@ -76,9 +76,6 @@ func (e *Engine) callGeneration(ctx context.Context, runID string, lastSeq int64
 // idempotent instead: see callID. Only the claim's holder may act for the run.
 func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (frontend.RecordRequest, error) {
 	checked := false
-	// fresh: nothing was carried out since the run was last read running at the record's
-	// fence (holds, or an enqueue's re-read).
-	fresh := false
 	gen := int64(-1) // the run's retry generation, read for its first publish or enqueue
 	var held int64   // the run's last seq, read with the claim's check
 	for i, c := range req.Commands {
@@ -97,7 +94,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 				return req, err
 			}
 			held = run.LastSeq
-			checked, fresh = true, true
+			checked = true
 			req.Commands = append([]frontend.Command(nil), req.Commands...) // the caller's slice stays as sent
 		}
 		var id string
@@ -120,15 +117,8 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		case frontend.CmdPublish:
 			// An event cannot be taken back, so it is published on the condition of the
 			// record's claim, which the store checks in the publish's own transaction: a cancel
-			// or another claim committed since the last look refuses it (X_ABORTED,
-			// X_JOB_LEASE_LOST) and nothing is published. The look again after another effect
-			// only stops the record before it tries.
-			if !fresh {
-				if err := e.holds(ctx, req); err != nil {
-					return req, err
-				}
-			}
-			fresh = false
+			// or another claim committed since the claim check, or since an earlier effect of
+			// this record, refuses it (X_ABORTED, X_JOB_LEASE_LOST) and nothing is published.
 			under := store.Lease{RunID: req.RunID, Fence: req.Fence}
 			var pub signals.Published
 			var err error
@@ -162,7 +152,6 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 						return req, err
 					}
 				}
-				fresh = false
 				break
 			}
 			res, err := e.enqueueUnderLiveRun(context.WithValue(ctx, callRunKey{}, id), req, ereq)
@@ -175,7 +164,6 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 					return req, err
 				}
 			}
-			fresh = true
 		case frontend.CmdAwaitChild:
 			if c.Effect == nil || c.Effect.RunID == "" {
 				return req, jobs.Errorf(jobs.CodeBadRequest, "run %s: await %q names no child run", req.RunID, c.Name)
@@ -196,14 +184,9 @@ func noEnqueue(runID, name string) error {
 	return jobs.Errorf(jobs.CodeBadRequest, "run %s: enqueue %q names no run to enqueue", runID, name)
 }
 
-// holds refuses a record whose claim is no longer the run's: a worker that lost its lease must
-// not act for the run (its record would be refused after the effect was done).
-func (e *Engine) holds(ctx context.Context, req frontend.RecordRequest) error {
-	_, err := e.heldRun(ctx, req)
-	return err
-}
-
-// heldRun is holds, with the run as read.
+// heldRun refuses a record whose claim is no longer the run's, and returns the run as read: a
+// worker that lost its lease must not act for the run (its record would be refused after the
+// effect was done).
 func (e *Engine) heldRun(ctx context.Context, req frontend.RecordRequest) (store.Run, error) {
 	run, err := e.store.RunGet(ctx, req.RunID)
 	if err != nil {
@@ -221,7 +204,7 @@ func (e *Engine) heldRun(ctx context.Context, req frontend.RecordRequest) (store
 // enqueueUnderLiveRun makes a plain enqueue (or a detached child's start) of req's run, as
 // Engine.Enqueue does (enqueueCreate), and looks at the enqueuing run again before it wakes a
 // poller for the new run (wakeCreated). A cancel of the enqueuing run that committed after the
-// record's claim check (holds) and before the enqueue refuses the record (X_ABORTED), yet the
+// record's claim check (heldRun) and before the enqueue refuses the record (X_ABORTED), yet the
 // enqueued run would be created and run to its end, attributed to a run whose history never
 // shows the call. Either the cancel
 // commits after this read, and the enqueue came before it (like any enqueued run, it outlives
@@ -242,10 +225,8 @@ func (e *Engine) enqueueUnderLiveRun(ctx context.Context, req frontend.RecordReq
 	}
 	out := jobs.EnqueueResult{RunID: res.Run.ID, Deduped: res.Deduped}
 	if res.Deduped {
-		if _, err := e.heldRun(ctx, req); err != nil {
-			return out, err
-		}
-		return out, nil
+		_, err := e.heldRun(ctx, req)
+		return out, err
 	}
 	enqueuer, err := e.heldRun(ctx, req)
 	if jobs.HasCode(err, jobs.CodeAborted) {

@@ -469,7 +469,7 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any) (signals
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) (store.Run, error) {
 	// One rule for every surface (the API, the console, the clients, a Go caller): the reason
 	// is kept in the run's history and a backfill's ledger, and shown wherever the run is.
-	if err := checkOperatorText(map[string]string{"run id": runID, "reason": reason}); err != nil {
+	if err := checkOperatorText("run id", runID, "reason", reason); err != nil {
 		return store.Run{}, err
 	}
 	run, err := e.signals.Cancel(ctx, runID, reason)
@@ -505,8 +505,8 @@ type RetryRequest struct {
 // cascade cancels the live children and skips the finished ones, and a retry must not revive
 // one of those under a cancelled parent (no work a cancelled parent started runs on).
 func (e *Engine) Retry(ctx context.Context, req RetryRequest) (store.Run, error) {
-	if err := checkOperatorText(map[string]string{"run id": req.RunID, "fromStep": req.FromStep,
-		"by": req.By, "reason": req.Reason}); err != nil {
+	if err := checkOperatorText("run id", req.RunID, "fromStep", req.FromStep,
+		"by", req.By, "reason", req.Reason); err != nil {
 		return store.Run{}, err
 	}
 	link, parent, err := e.retryParent(ctx, req.RunID)
@@ -616,13 +616,12 @@ func (e *Engine) retriedUnderLiveParent(ctx context.Context, link store.ChildLin
 
 // checkOperatorText is the rule of an operator's cancel and retry fields (a run id, a reason,
 // who, a step), the one the console and the in-process client apply: jobs.ValidIdentifier, at
-// most 1,000 bytes of UTF-8 without NUL. Applied by the engine, every surface agrees.
-func checkOperatorText(fields map[string]string) error {
-	for _, field := range []string{"run id", "fromStep", "by", "reason"} {
-		if v, ok := fields[field]; ok {
-			if err := jobs.ValidIdentifier(field, v); err != nil {
-				return err
-			}
+// most 1,000 bytes of UTF-8 without NUL. Applied by the engine, every surface agrees. Its
+// arguments are (field, value) pairs, checked in order.
+func checkOperatorText(fieldValues ...string) error {
+	for i := 0; i+1 < len(fieldValues); i += 2 {
+		if err := jobs.ValidIdentifier(fieldValues[i], fieldValues[i+1]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -45,6 +45,22 @@ func FieldKeys(payload []byte) ([]string, error) {
 	if len(payload) == 0 {
 		return nil, nil
 	}
+	// The whole payload decodes at once unless a field carries what msgpack does not know: one
+	// decode then, as every publish once made, and a field at a time only for such a payload.
+	var whole any
+	if msgpack.Unmarshal(payload, &whole) == nil {
+		switch m := whole.(type) {
+		case map[string]any:
+			return MatchKeys(m)
+		case map[any]any:
+			named := make(map[string]any, len(m))
+			for k, x := range m {
+				named[fmt.Sprint(k)] = x
+			}
+			return MatchKeys(named)
+		}
+		return nil, nil
+	}
 	notMsgpack := func(err error) error { return fmt.Errorf("event payload is not msgpack: %w", err) }
 	dec := msgpack.NewDecoder(bytes.NewReader(payload))
 	code, err := dec.PeekCode()
