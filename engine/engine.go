@@ -33,7 +33,7 @@ type Config struct {
 	Store store.Store
 	// Clock drives every decision by time. Defaults to the wall clock.
 	Clock clock.Clock
-	// Lease is the visibility window of a claim. Defaults to 30s.
+	// Lease is the visibility window of a claim: at least frontend.MinLease. Defaults to 30s.
 	Lease time.Duration
 	// StickyWindow is how long a woken run is offered only to the worker keeping it parked.
 	// Defaults to 2s.
@@ -74,8 +74,8 @@ type Config struct {
 	// embedders; `engine serve --log-runs` (on by default) turns it on.
 	LogRuns bool
 	// ManifestResend is how often workers are asked to resend their manifest; a worker not heard
-	// from for three times this long no longer counts as hosting what it declared. Defaults to
-	// 1m.
+	// from for three times this long no longer counts as hosting what it declared: at least
+	// frontend.MinResend. Defaults to 1m.
 	ManifestResend time.Duration
 	// Ledgers is how many runs' history summaries (step names, attempt) are kept to check
 	// records without reading the history. Defaults to 16384.
@@ -173,9 +173,13 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, jobs.Errorf(jobs.CodeDriverUnavailable, "engine: no store configured")
 	}
-	if cfg.Lease < 0 || cfg.Lease > store.MaxLease {
-		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine: a lease of %s; it must be positive (or 0 for the default) and at most %s",
-			cfg.Lease, store.MaxLease)
+	if cfg.Lease != 0 && (cfg.Lease < frontend.MinLease || cfg.Lease > store.MaxLease) {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine: a lease of %s; it must be at least %s (or 0 for the default) and at most %s",
+			cfg.Lease, frontend.MinLease, store.MaxLease)
+	}
+	if cfg.ManifestResend != 0 && cfg.ManifestResend < frontend.MinResend {
+		return nil, jobs.Errorf(jobs.CodeBadRequest, "engine: a manifest resend interval of %s; it must be at least %s (or 0 for the default)",
+			cfg.ManifestResend, frontend.MinResend)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

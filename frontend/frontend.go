@@ -68,7 +68,8 @@ type Task struct {
 	EnqueuedBy string    `msgpack:"enqueued_by,omitempty"`
 	LastSeq    int64     `msgpack:"last_seq"`
 	LeaseUntil time.Time `msgpack:"lease_until"`
-	// Lease is the visibility window a heartbeat renews.
+	// Lease is the visibility window a heartbeat renews; at least MinLease (a worker reads a
+	// shorter one as MinLease).
 	Lease time.Duration `msgpack:"lease"`
 	// LeaseToken is the claim's secret: every record and heartbeat of this claim must present it
 	// with the worker id it was issued to. It cannot be derived from anything the admin API shows.

@@ -30,3 +30,16 @@ type ManifestResponse struct {
 	// three times this long is no longer counted as hosting what it declared.
 	Resend time.Duration `msgpack:"resend"`
 }
+
+// The protocol's floors for the intervals an engine hands its workers. A worker renews its
+// leases every third of the lease and resends its manifest every Resend, so an answer of a
+// nanosecond would spin both loops against the engine; an engine refuses a configuration
+// below a floor, and a worker reads an answer below one as the floor. The two sides must agree:
+// the engine's liveness rule (three Resends without a manifest) and its lease expiry assume the
+// worker keeps the pace they name.
+const (
+	// MinLease is the shortest lease: renewals every 33 ms at most.
+	MinLease = 100 * time.Millisecond
+	// MinResend is the shortest manifest interval.
+	MinResend = time.Second
+)

@@ -14,9 +14,15 @@ func (w *Worker) hold(t frontend.Task, ex *replay.Execution) *held {
 	h := &held{runID: t.RunID, queue: t.Queue, job: t.Job, fence: t.Fence, token: t.LeaseToken, ex: ex, lastLanded: w.clock.Now()}
 	w.mu.Lock()
 	w.leases[h.key()] = h
-	changed := t.Lease > 0 && t.Lease != w.lease
+	// A lease below the protocol's floor is read as the floor: an engine answering a nanosecond
+	// (a bug, or not our engine) would otherwise spin the heartbeat loop against it.
+	lease := t.Lease
+	if lease > 0 {
+		lease = max(lease, frontend.MinLease)
+	}
+	changed := lease > 0 && lease != w.lease
 	if changed {
-		w.lease = t.Lease
+		w.lease = lease
 	}
 	w.mu.Unlock()
 	if changed {

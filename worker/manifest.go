@@ -40,8 +40,13 @@ func (w *Worker) declare(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if resp.Resend <= 0 {
+	switch {
+	case resp.Resend <= 0:
 		resp.Resend = defaultResend
+	case resp.Resend < frontend.MinResend:
+		// Below the protocol's floor (a bug, or not our engine): resending at the engine's word
+		// would spin this loop against it.
+		resp.Resend = frontend.MinResend
 	}
 	return resp.Resend, nil
 }

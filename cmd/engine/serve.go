@@ -17,6 +17,7 @@ import (
 	"github.com/ultimat3/jobs/api"
 	"github.com/ultimat3/jobs/cmd/internal/cli"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/store"
 	"github.com/ultimat3/jobs/store/postgres"
 	"github.com/ultimat3/jobs/store/sqlite"
@@ -225,8 +226,8 @@ func serve(cmd *cobra.Command, o *serveOptions) error {
 		// Every shutdown would then fail its drain at once, leaving requests and commits cut.
 		return cli.Usage("--drain-timeout must be positive, got %s", o.drainTimeout)
 	}
-	if o.lease < 100*time.Millisecond || o.sessionGrace <= 0 {
-		return cli.Usage("--lease must be at least 100ms and --session-grace positive, got %s and %s", o.lease, o.sessionGrace)
+	if o.lease < frontend.MinLease || o.sessionGrace <= 0 {
+		return cli.Usage("--lease must be at least %s and --session-grace positive, got %s and %s", frontend.MinLease, o.lease, o.sessionGrace)
 	}
 	if _, err := o.db.postgres(); err != nil {
 		return err
