@@ -118,8 +118,8 @@ func (k KeyedLimit) Validate(what string) error {
 
 // KeyValue reads the value of key for a run of the given tenant and stored (msgpack) input.
 // counted is false for a tenant key and a run of no tenant, which no tenant limit counts. An
-// input key whose field is missing, is not a string, number or bool, is longer than MaxKeyValue,
-// or lies in an input sealed by a codec is X_FLOW_KEY.
+// input key whose field is missing, is named twice on its path, is not a string, number or bool,
+// is longer than MaxKeyValue, or lies in an input sealed by a codec is X_FLOW_KEY.
 func KeyValue(key, tenant string, noTenant bool, input []byte) (value string, counted bool, err error) {
 	if key == KeyTenant {
 		if noTenant || tenant == "" {
@@ -147,30 +147,41 @@ func KeyValue(key, tenant string, noTenant bool, input []byte) (value string, co
 }
 
 // inputField walks the input's maps along path and renders the scalar it ends on.
+//
+// Each map on the path is read to its end, and a field of the path named twice in one map is
+// refused: msgpack allows it, and a Go decoder keeps the last copy, so a walk that stopped at the
+// first would count the run under a value its body never sees. Every run of one customer could
+// then name a decoy of its own first and run past the customer's cap or rate.
 func inputField(input []byte, path []string) (string, error) {
-	dec := msgpack.NewDecoder(bytes.NewReader(input))
+	r := bytes.NewReader(input)
+	dec := msgpack.NewDecoder(r)
 	for i, seg := range path {
 		n, err := dec.DecodeMapLen()
 		if err != nil || n < 0 {
 			return "", Errorf(CodeFlowKey, "the input has no field %q: %s is not an object", strings.Join(path, "."), describeAt(path[:i]))
 		}
-		found := false
+		at := -1 // where the field's value starts in input
 		for range n {
 			k, err := dec.DecodeInterface()
 			if err != nil {
 				return "", Wrap(CodeFlowKey, err, "the input does not decode")
 			}
 			if s, ok := k.(string); ok && s == seg {
-				found = true
-				break
+				if at >= 0 {
+					return "", Errorf(CodeFlowKey, "the input names field %q twice; a keyed limit counts by one value", strings.Join(path[:i+1], "."))
+				}
+				at = len(input) - r.Len() // the decoder reads r directly (it is an io.ByteScanner)
 			}
 			if err := dec.Skip(); err != nil {
 				return "", Wrap(CodeFlowKey, err, "the input does not decode")
 			}
 		}
-		if !found {
+		if at < 0 {
 			return "", Errorf(CodeFlowKey, "the input has no field %q, which the job's keyed limit counts by", strings.Join(path, "."))
 		}
+		input = input[at:]
+		r.Reset(input)
+		dec.Reset(r)
 	}
 	v, err := dec.DecodeInterface()
 	if err != nil {

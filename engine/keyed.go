@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +27,8 @@ import (
 // looser limit, or none, cannot loosen it). Declarations keyed by different keys are all
 // enforced, one slot or count per key: a declaration keyed by another field cannot replace
 // another's limit (a cap of one per run id never binds, and would otherwise have replaced two
-// per customer). Of the declarations of one key, the smallest cap and the slowest rate hold.
+// per customer). Of the declarations of one key, the smallest cap holds, and every rate that
+// no other covers (keyedRates).
 // Enforced at claim, after the job cap:
 //   - the keyed cap takes a slot row keyed by the job and the key's value, expiring with the
 //     lease, renewed by heartbeats and released when the run leaves running, like the job cap;
@@ -82,15 +85,38 @@ func (f *fleet) keyedCaps(job string) []*jobs.KeyedLimit {
 	}, func(a, b jobs.KeyedLimit) bool { return a.Limit < b.Limit })
 }
 
-// keyedRates are job's keyed rate limits: for each key some current declaration limits by, the
-// slowest declared for it (the smallest limit per period); ordered by key. Nil for none.
+// keyedRates are job's keyed rate limits: of the rates current declarations limit by, every one
+// that no other of the same key covers (as few starts or fewer, in a period as long or longer);
+// ordered by key and, within a key, longest period first. Nil for none.
+//
+// Rates of one key with different periods all hold. Two such rates need not be comparable: 1
+// start per minute allows 60 an hour, 59 per hour allows 59 in one minute. One chosen as the
+// "slowest" alone (59 per hour) let a declaration loosen another's limit, the burst it bounds.
 func (f *fleet) keyedRates(job string) []*jobs.KeyedLimit {
-	return f.keyedLimits(job, func(c jobs.JobDeclaration) *jobs.KeyedLimit {
-		if k := c.KeyedRate; k != nil && k.Limit >= 1 && k.Per > 0 {
-			return k
+	var all []*jobs.KeyedLimit
+	for _, d := range f.jobs[job] {
+		if k := d.cfg.KeyedRate; len(d.workers) > 0 && k != nil && k.Limit >= 1 && k.Per > 0 {
+			all = append(all, k)
 		}
-		return nil
-	}, slower)
+	}
+	slices.SortFunc(all, func(a, b *jobs.KeyedLimit) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(b.Per, a.Per), cmp.Compare(a.Limit, b.Limit))
+	})
+	// In that order a rate that covers another comes before it.
+	out := all[:0]
+	for _, k := range all {
+		covered := false
+		for _, c := range out {
+			if c.Key == k.Key && c.Limit <= k.Limit && c.Per >= k.Per {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // keyedLimits picks, per key, the tightest of the limits that limit returns from job's current
@@ -132,11 +158,6 @@ func capsOf(caps []*jobs.KeyedLimit) string {
 	return b.String()
 }
 
-// slower reports whether a allows fewer starts per unit of time than b.
-func slower(a, b jobs.KeyedLimit) bool {
-	return float64(a.Limit)/float64(a.Per) < float64(b.Limit)/float64(b.Per)
-}
-
 // checkKeyedDeclaration refuses keyed limits the engine could not enforce.
 func checkKeyedDeclaration(name string, c jobs.JobDeclaration) error {
 	if k := c.KeyedConcurrency; k != nil {
@@ -164,9 +185,17 @@ func keyedSlotKey(job string, k *jobs.KeyedLimit, tenant, value string) string {
 	return "key:" + strconv.Quote(job) + ":" + tenantScope(k, tenant) + k.Key + "=" + value
 }
 
-// rateKey is the rate log's key of one value of a job's keyed rate, for a run of tenant.
-func rateKey(job string, k *jobs.KeyedLimit, tenant, value string) string {
-	return "rate:" + strconv.Quote(job) + ":" + tenantScope(k, tenant) + k.Key + "=" + value
+// rateKey is the rate log's key of one value of a job's keyed rate, for a run of tenant. A log
+// counts starts over one period, so each period of a key has a log of its own: the key's longest
+// (longest true, keyedRates' first of the key) keeps the key it always had, so its counts carry
+// over, and a shorter one's key names its period after the job. A period begins with a digit,
+// which neither the tenant scope ("@") nor a key form does, so the two forms cannot meet.
+func rateKey(job string, k *jobs.KeyedLimit, tenant, value string, longest bool) string {
+	per := ""
+	if !longest {
+		per = k.Per.String() + ":"
+	}
+	return "rate:" + strconv.Quote(job) + ":" + per + tenantScope(k, tenant) + k.Key + "=" + value
 }
 
 // maxScopedTenant is the longest tenant a key names as it is; a longer one is named by its
@@ -303,13 +332,13 @@ func (e *Engine) admitKeyed(ctx context.Context, r store.Run, kc, kr []*jobs.Key
 	// A start is a run's first claim: nothing recorded yet beyond RunStarted. A retry, or a
 	// resume after a sleep or an event, is the same run going on.
 	if r.LastSeq <= 1 {
-		for _, k := range kr {
+		for i, k := range kr {
 			v, counted := keyValue(k, r)
 			if !counted {
 				continue
 			}
 			e.pruneRates(ctx, now)
-			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, k, r.Tenant, v), Holder: r.ID,
+			ok, until, err := e.store.RateTake(ctx, store.RateParams{Key: rateKey(r.Job, k, r.Tenant, v, i == 0 || kr[i-1].Key != k.Key), Holder: r.ID,
 				Limit: k.Limit, Per: k.Per, Now: now})
 			if err != nil || !ok {
 				giveBack()

@@ -17,12 +17,12 @@ func TestKeyedKeysAreScopedByTheRunsTenant(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		// As before: no tenant, or a tenant key.
 		{keyedSlotKey("sync", in, "", "a"), `key:"sync":input.customer=a`},
-		{rateKey("sync", in, "", "a"), `rate:"sync":input.customer=a`},
+		{rateKey("sync", in, "", "a", true), `rate:"sync":input.customer=a`},
 		{keyedSlotKey("sync", ten, "acme", "acme"), `key:"sync":tenant=acme`},
-		{rateKey("sync", ten, "acme", "acme"), `rate:"sync":tenant=acme`},
+		{rateKey("sync", ten, "acme", "acme", true), `rate:"sync":tenant=acme`},
 		// Scoped.
 		{keyedSlotKey("sync", in, "acme", "a"), `key:"sync":@"acme":input.customer=a`},
-		{rateKey("sync", in, "acme", "a"), `rate:"sync":@"acme":input.customer=a`},
+		{rateKey("sync", in, "acme", "a", true), `rate:"sync":@"acme":input.customer=a`},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %q, want %q", c.got, c.want)
