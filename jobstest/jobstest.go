@@ -71,6 +71,9 @@ type Env struct {
 	Clock  *clock.Fake
 	Worker *worker.Worker
 	Logger *slog.Logger
+
+	// stopTimeout bounds each stop at the test's cleanup (a worker's drain, the engine's).
+	stopTimeout time.Duration
 }
 
 // New starts an engine (any job may be enqueued, declared or not) and, when defs are given, a
@@ -107,12 +110,14 @@ func New(t testing.TB, o Options, defs ...jobs.Definition) *Env {
 	if err := eng.Start(context.Background()); err != nil {
 		t.Fatalf("jobstest: start the engine: %v", err)
 	}
+	e := &Env{T: t, Engine: eng, Store: o.Store, Clock: fake, Logger: o.Logger, stopTimeout: 10 * time.Second}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), e.stopTimeout)
 		defer cancel()
-		_ = eng.Stop(ctx)
+		if err := eng.Stop(ctx); err != nil {
+			t.Errorf("jobstest: the engine did not stop within %s: %v", e.stopTimeout, err)
+		}
 	})
-	e := &Env{T: t, Engine: eng, Store: o.Store, Clock: fake, Logger: o.Logger}
 	if len(defs) > 0 {
 		e.Worker = e.StartWorker(o.Worker, defs...)
 	}
@@ -147,17 +152,40 @@ func (e *Env) StartWorker(cfg worker.Config, defs ...jobs.Definition) *worker.Wo
 		// X_REPLAY_DIVERGED rather than passing it and failing in production.
 		cfg.StickyRuns = -1
 	}
+	// The bodies run under a context the cleanup ends. A worker's Stop lets the runs in flight
+	// finish, as a deploy's drain should; but once the test is over nothing will finish a step
+	// that waits (on its context, a channel, an hour): the cleanup would stall for the whole
+	// stop timeout and leave the body running past the test, on a store being closed. Ending
+	// the context first lets a step that honours it return, and the worker drain at once.
+	base := cfg.BaseContext
+	if base == nil {
+		base = context.Background
+	}
+	testOver, endBodies := context.WithCancel(context.Background())
+	cfg.BaseContext = func() context.Context {
+		ctx, cancel := context.WithCancel(base())
+		context.AfterFunc(testOver, cancel)
+		return ctx
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
+		endBodies()
 		e.T.Fatalf("jobstest: worker: %v", err)
 	}
 	if err := w.Start(context.Background()); err != nil {
+		endBodies()
 		e.T.Fatalf("jobstest: start the worker: %v", err)
 	}
 	e.T.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		endBodies()
+		ctx, cancel := context.WithTimeout(context.Background(), e.stopTimeout)
 		defer cancel()
-		_ = w.Stop(ctx)
+		if err := w.Stop(ctx); err != nil {
+			// Said, not swallowed: a body that ignores its context is still running after the
+			// test, and would be after a deploy's drain too.
+			e.T.Errorf("jobstest: the worker did not stop within %s (a body still runs and ignores its context's end): %v",
+				e.stopTimeout, err)
+		}
 	})
 	return w
 }
@@ -216,7 +244,8 @@ func AdvanceAndFire(t testing.TB, eng *engine.Engine, st store.Store, fake *cloc
 	}
 }
 
-// Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
+// Await waits (in real time, up to 20s) until the run is in one of states, and returns it. A run
+// that finished (completed, failed or cancelled) in another state fails the test at once.
 //
 // A run handed back for flow control (its job's fleet concurrency cap, a keyed limit, or the
 // worker's own LimitConfig: a per-tenant cap backs off from 250 ms to 5 s) is delayed on the fake
@@ -238,6 +267,11 @@ func (e *Env) Await(runID string, states ...store.State) store.Run {
 			e.T.Fatalf("get run %s: %v", runID, err)
 		}
 		if slices.Contains(states, run.State) {
+			return run
+		}
+		if engine.Terminal(run.State) {
+			// A finished run changes no more on its own: say so now rather than after 20s.
+			e.T.Fatalf("run %s is %s, want one of %v (error: %s %s)", runID, run.State, states, run.ErrorCode, run.Error)
 			return run
 		}
 		if run.State == store.StateDelayed {
@@ -299,7 +333,8 @@ func (e *Env) advanceToHandBack(ctx context.Context, runID string, d delay) bool
 	return true
 }
 
-// Await waits (in real time, up to 20s) until the run is in one of states, and returns it.
+// Await waits (in real time, up to 20s) until the run is in one of states, and returns it. A run
+// that finished (completed, failed or cancelled) in another state fails the test at once.
 func Await(t testing.TB, eng *engine.Engine, runID string, states ...store.State) store.Run {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -311,6 +346,11 @@ func Await(t testing.TB, eng *engine.Engine, runID string, states ...store.State
 			t.Fatalf("get run %s: %v", runID, err)
 		}
 		if slices.Contains(states, run.State) {
+			return run
+		}
+		if engine.Terminal(run.State) {
+			// A finished run changes no more on its own: say so now rather than after 20s.
+			t.Fatalf("run %s is %s, want one of %v (error: %s %s)", runID, run.State, states, run.ErrorCode, run.Error)
 			return run
 		}
 		time.Sleep(5 * time.Millisecond)
