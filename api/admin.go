@@ -1,9 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -285,33 +286,73 @@ func (s *Server) runHistory(w http.ResponseWriter, r *http.Request) error {
 	if format != "" && format != "jsonl" && format != "json" {
 		return jobs.Errorf(jobs.CodeBadRequest, "format %q: want jsonl or json", format)
 	}
-	events, err := s.eng.History(r.Context(), id, 0)
+	// Streamed a page at a time (engine.HistoryPages), each page redacted for the credential's
+	// tenant: the answer holds one page, not the history. The first page is read and redacted
+	// before the 200 goes out, so a run that is not found (or another tenant's: authorize), a
+	// store that fails, is still a clean refusal.
+	red := s.redactor(r, id)
+	pages := s.eng.HistoryPages(r.Context(), id)
+	next := func(after int64) ([]history.Event, error) {
+		events, err := pages(after)
+		if err != nil {
+			return nil, err
+		}
+		return red.history(events)
+	}
+	first, err := next(0)
 	if err != nil {
-		return err
-	}
-	if events, err = s.redactor(r, id).history(events); err != nil {
-		return err
-	}
-	// Rendered whole before the first byte goes out, so a failure is still a clean refusal.
-	var buf bytes.Buffer
-	if err := history.Dump(&buf, events); err != nil {
-		return jobs.Wrap(jobs.CodeEncoding, err, "dump the history of run %s", id)
+		return dumpRefusal(id, err)
 	}
 	if format == "json" {
-		lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte{'\n'})
-		arr := make([]json.RawMessage, 0, len(lines))
-		for _, l := range lines {
-			if len(l) > 0 {
-				arr = append(arr, l)
-			}
+		w.Header().Set("Content-Type", ContentJSON)
+	} else {
+		w.Header().Set("Content-Type", ContentJSONL)
+	}
+	w.WriteHeader(http.StatusOK)
+	cw := &dumpWriter{w: w}
+	firstRead := false
+	err = history.DumpPages(cw, func(after int64) ([]history.Event, error) {
+		if !firstRead {
+			firstRead = true
+			return first, nil
 		}
-		writeJSON(w, http.StatusOK, arr)
+		return next(after)
+	}, history.DumpOptions{Array: format == "json"})
+	if err == nil {
 		return nil
 	}
-	w.Header().Set("Content-Type", ContentJSONL)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
-	return nil
+	// The 200 and part of the dump went out. A response ended now would read as a whole dump,
+	// so the connection is cut instead (HTTP/1.1: no last chunk; HTTP/2: the stream reset): the
+	// client sees a body cut short (api.Client.DumpHistory: X_STORE_UNAVAILABLE).
+	if cw.err == nil {
+		e := s.refusalOf(r, dumpRefusal(id, err))
+		s.log.Warn("jobs.api.history-cut-short", "run", id, "code", e.Code, "err", e.Message)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// dumpRefusal is err of a dump of run id: an event it could not write is X_ENCODING.
+func dumpRefusal(id string, err error) error {
+	var ee *history.EncodeError
+	if errors.As(err, &ee) {
+		return jobs.Wrap(jobs.CodeEncoding, err, "dump the history of run %s", id)
+	}
+	return err
+}
+
+// dumpWriter keeps the error of a write to a dump's answer: the client went away, which is not
+// the engine's to log.
+type dumpWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (d *dumpWriter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return n, err
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) error {

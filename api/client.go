@@ -269,14 +269,61 @@ func (c *Client) Codes(ctx context.Context) ([]jobs.CodeInfo, error) {
 }
 
 // DumpHistory writes a run's history to w in the dump format (JSON lines) that history.Load
-// reads and replay.Check replays.
+// reads and replay.Check replays. The engine streams the dump, and it is copied to w as it
+// arrives, so neither side holds the history whole. A refusal (an unknown run, another tenant's)
+// writes nothing. A body cut short (the engine's store failed after the first page, and the
+// engine cut the answer rather than end it as if whole; a connection lost) is
+// X_STORE_UNAVAILABLE, with what arrived before already in w: a dump is whole only when the
+// error is nil. An error of w's own is returned as it is.
 func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) error {
-	resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID)+"/history", url.Values{"format": {"jsonl"}}, "", nil, c.timeout, jobs.CodeStoreUnavailable)
+	path := "/v1/runs/" + pathSegment(runID) + "/history"
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, c.base+path+"?format=jsonl", nil)
 	if err != nil {
+		return jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
+	}
+	c.header(ctx, req.Header, "")
+	res, err := c.http.Do(req)
+	if err != nil {
+		return c.lost(ctx, err, path, c.timeout, jobs.CodeStoreUnavailable)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			return c.lost(ctx, err, path, c.timeout, jobs.CodeStoreUnavailable)
+		}
+		_, err = answer(res.StatusCode, res.Header, b)
 		return err
 	}
-	_, err = w.Write(resp.body)
-	return err
+	body := &bodyReader{r: res.Body}
+	n, err := io.Copy(w, body)
+	if err == nil {
+		return nil
+	}
+	if body.err == nil {
+		return err // w's
+	}
+	if ctx.Err() != nil || errors.Is(body.err, context.DeadlineExceeded) {
+		return c.lost(ctx, body.err, path, c.timeout, jobs.CodeStoreUnavailable)
+	}
+	return jobs.Wrap(jobs.CodeStoreUnavailable, body.err, "the engine at %s cut the history of run %s short after %d bytes: the dump is incomplete", c.base, runID, n)
+}
+
+// bodyReader keeps the error of a read of an answer's body (io.EOF aside), told apart from the
+// error of the writer it is copied to.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // Ready returns nil when the engine answers /readyz with 200: it is up and its store answers.

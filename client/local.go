@@ -1,8 +1,8 @@
 package client
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -165,16 +165,16 @@ func (c *InProcess) DumpHistory(ctx context.Context, runID string, w io.Writer) 
 	if err := checkRunID(runID); err != nil {
 		return err
 	}
-	events, err := c.eng.History(ctx, runID, 0)
-	if err != nil {
-		return err
-	}
-	// Rendered whole first, as the HTTP API does, so a failure writes nothing.
-	var buf bytes.Buffer
-	if err := history.Dump(&buf, events); err != nil {
+	// Streamed a page at a time (engine.HistoryPages), as the HTTP API streams it, so a dump of
+	// a long run's history holds one page, not the history. The first page is read before
+	// anything is written, so a run that is not found writes nothing. A failure after that
+	// returns its error (a store's as it is, an event that cannot be written X_ENCODING, w's own)
+	// with w holding a dump cut short: a dump is whole only when the error is nil.
+	err := history.DumpPages(w, c.eng.HistoryPages(ctx, runID), history.DumpOptions{})
+	var ee *history.EncodeError
+	if errors.As(err, &ee) {
 		return jobs.Wrap(jobs.CodeEncoding, err, "dump the history of run %s", runID)
 	}
-	_, err = w.Write(buf.Bytes())
 	return err
 }
 

@@ -43,27 +43,157 @@ func Dump(w io.Writer, events []Event) error { return DumpWith(w, events, nil) }
 type Opener func([]byte) ([]byte, error)
 
 // DumpWith is Dump with payloads opened by open in the "view" (never in "data", which stays the
-// exact stored bytes).
+// exact stored bytes). It is DumpPages of one page.
 func DumpWith(w io.Writer, events []Event, open Opener) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	d := newDumper(w, DumpOptions{Open: open})
+	if err := d.events(events); err != nil {
+		return err
+	}
+	return d.flush()
+}
+
+// PageFunc reads a history a page at a time: the events after seq after, in order. An empty
+// page with a nil error is the history's end.
+type PageFunc func(after int64) ([]Event, error)
+
+// DumpOptions shapes a dump DumpPages writes.
+type DumpOptions struct {
+	// Open opens codec-encoded payloads in the views (DumpWith's open).
+	Open Opener
+	// Array writes one JSON array of the lines' objects ("[", the objects with commas, "]\n";
+	// "[]\n" for no events) instead of JSON lines.
+	Array bool
+}
+
+// EncodeError is an event a dump could not write even without its view.
+type EncodeError struct {
+	Seq int64
+	Err error
+}
+
+func (e *EncodeError) Error() string { return fmt.Sprintf("history: event %d: %v", e.Seq, e.Err) }
+func (e *EncodeError) Unwrap() error { return e.Err }
+
+// DumpPages writes the history next reads as a dump while it reads it: each page is written
+// before the next is read, so what the dump holds at once is one page and at most dumpFlushAt
+// bytes of lines, not the history (a run of thousands of 1 MiB steps is gigabytes). Each line is
+// DumpWith's, by the same rule (its view dropped when it cannot be written).
+//
+// next's error and w's are returned as they are; an event that cannot be written is an
+// *EncodeError. After an error, w holds a dump cut short, which may end on a whole line (and a
+// JSON array is left open): the caller must not hand it on as a whole dump.
+func DumpPages(w io.Writer, next PageFunc, o DumpOptions) error {
+	d := newDumper(w, o)
+	var after int64
+	for {
+		page, err := next(after)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			break
+		}
+		if last := page[len(page)-1].Seq; last <= after {
+			// A page that does not move on would be read again forever.
+			return fmt.Errorf("history: the page after seq %d ends at seq %d", after, last)
+		}
+		if err := d.events(page); err != nil {
+			return err
+		}
+		if err := d.flush(); err != nil {
+			return err
+		}
+		after = page[len(page)-1].Seq
+	}
+	return d.close()
+}
+
+// dumpFlushAt is how many bytes of lines a dump gathers before it writes them.
+const dumpFlushAt = 64 << 10
+
+// dumper writes dump lines to w, gathered in buf.
+type dumper struct {
+	w   io.Writer
+	o   DumpOptions
+	buf bytes.Buffer
+	enc *json.Encoder // onto buf
+	n   int           // events written
+}
+
+func newDumper(w io.Writer, o DumpOptions) *dumper {
+	d := &dumper{w: w, o: o}
+	d.enc = json.NewEncoder(&d.buf)
+	d.enc.SetEscapeHTML(false)
+	return d
+}
+
+// events adds events' lines, writing them out each time dumpFlushAt bytes are gathered.
+func (d *dumper) events(events []Event) error {
 	for _, e := range events {
-		line := dumpLine{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Data: base64.StdEncoding.EncodeToString(e.Data)}
-		line.View = ViewWith(e, open)
-		if err := enc.Encode(line); err != nil {
-			if line.View == nil {
-				return err
-			}
-			// The view is for people; "data" alone loads back. A payload the view cannot write
-			// (a time JSON has no form for, stored before the engine refused such values) must
-			// not make the history impossible to dump, or to archive before retention deletes it.
-			line.View = nil
-			if err := enc.Encode(line); err != nil {
+		if err := d.line(e); err != nil {
+			return err
+		}
+		if d.buf.Len() >= dumpFlushAt {
+			if err := d.flush(); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// line adds one event's line (an array's element: its object, after "[" or ",").
+func (d *dumper) line(e Event) error {
+	if d.o.Array {
+		if d.n == 0 {
+			d.buf.WriteByte('[')
+		} else {
+			d.buf.WriteByte(',')
+		}
+	}
+	mark := d.buf.Len()
+	line := dumpLine{Seq: e.Seq, Kind: e.Kind, Name: e.Name, At: e.At, Data: base64.StdEncoding.EncodeToString(e.Data)}
+	line.View = ViewWith(e, d.o.Open)
+	if err := d.enc.Encode(line); err != nil {
+		d.buf.Truncate(mark)
+		if line.View == nil {
+			return &EncodeError{Seq: e.Seq, Err: err}
+		}
+		// The view is for people; "data" alone loads back. A payload the view cannot write
+		// (a time JSON has no form for, stored before the engine refused such values) must
+		// not make the history impossible to dump, or to archive before retention deletes it.
+		line.View = nil
+		if err := d.enc.Encode(line); err != nil {
+			d.buf.Truncate(mark)
+			return &EncodeError{Seq: e.Seq, Err: err}
+		}
+	}
+	if d.o.Array {
+		d.buf.Truncate(d.buf.Len() - 1) // the Encoder's newline
+	}
+	d.n++
+	return nil
+}
+
+// flush writes the gathered lines to w.
+func (d *dumper) flush() error {
+	if d.buf.Len() == 0 {
+		return nil
+	}
+	_, err := d.w.Write(d.buf.Bytes())
+	d.buf.Reset()
+	return err
+}
+
+// close ends the dump: an array's "]" (its "[" too when it has no element).
+func (d *dumper) close() error {
+	if d.o.Array {
+		if d.n == 0 {
+			d.buf.WriteByte('[')
+		}
+		d.buf.WriteString("]\n")
+	}
+	return d.flush()
 }
 
 // LoadFile is Load of a dump file (`engine history dump ID > file`).

@@ -209,7 +209,7 @@ func (t *tools) register(s *sdk.Server) {
 	sdk.AddTool(s, &sdk.Tool{Name: ToolHistory, Annotations: readOnly("Dump a run's history"),
 		Description: "Dump a run's event history as JSON lines, the format `engine history dump` writes and replay tests load."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) (*sdk.CallToolResult, any, error) {
-			var dump bytes.Buffer
+			dump := boundedDump{runID: in.RunID}
 			res, out, err := t.safely(ctx, ToolHistory, func() (any, error) {
 				if err := required("run_id", in.RunID); err != nil {
 					return nil, err
@@ -255,6 +255,27 @@ func (t *tools) register(s *sdk.Server) {
 			}
 			return t.c.Retry(ctx, engine.RetryRequest{RunID: in.RunID, FromStep: in.Step, By: t.by(in.By), Reason: in.Reason})
 		})
+}
+
+// MaxHistoryDump bounds the dump dump_history answers with. A tool's answer is one message, so
+// the dump is held whole, and twice (the text, and the structured events), before it goes out;
+// a long run's history is gigabytes. A larger dump is refused X_PAYLOAD_TOO_LARGE, as soon as
+// it passes the bound (nothing more is read), naming `engine history dump`, which streams it.
+const MaxHistoryDump = 4 << 20
+
+// boundedDump holds a dump of at most MaxHistoryDump bytes.
+type boundedDump struct {
+	bytes.Buffer
+	runID string
+}
+
+func (b *boundedDump) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > MaxHistoryDump {
+		return 0, jobs.Errorf(jobs.CodePayloadTooLarge,
+			"the history of run %s is larger than the %d MiB %s answers: dump it with `engine history dump %s`, which streams it",
+			b.runID, MaxHistoryDump>>20, ToolHistory, b.runID)
+	}
+	return b.Buffer.Write(p)
 }
 
 func (t *tools) by(who string) string {

@@ -478,23 +478,26 @@ func newHistoryCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			out := cmd.OutOrStdout()
+			// jsonl and json are streamed to stdout as the dump arrives: a long run's history
+			// is never held here. A failure part way returns its coded error (exit non-zero,
+			// the error on stderr) after what arrived was printed: the output is whole only
+			// when the command succeeds.
+			switch format {
+			case "jsonl":
+				return c.DumpHistory(cmd.Context(), args[0], out)
+			case "json":
+				arr := &jsonArrayWriter{w: out}
+				if err := c.DumpHistory(cmd.Context(), args[0], arr); err != nil {
+					return err
+				}
+				return arr.close()
+			}
+			// The table is the one format held whole: it is built from the loaded events
+			// (history.Load), and its columns are aligned over every row (tabwriter).
 			var buf bytes.Buffer
 			if err := c.DumpHistory(cmd.Context(), args[0], &buf); err != nil {
 				return err
-			}
-			out := cmd.OutOrStdout()
-			switch format {
-			case "jsonl":
-				_, err = out.Write(buf.Bytes())
-				return err
-			case "json":
-				var lines []json.RawMessage
-				for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte{'\n'}) {
-					if len(l) > 0 {
-						lines = append(lines, l)
-					}
-				}
-				return printJSON(out, lines)
 			}
 			events, err := history.Load(&buf)
 			if err != nil {
@@ -510,6 +513,71 @@ func newHistoryCmd() *cobra.Command {
 	dump.Flags().BoolVar(&asJSON, "json", false, "print one JSON array (--format json)")
 	cmd.AddCommand(dump)
 	return cmd
+}
+
+// jsonArrayWriter turns the JSON lines of a dump written to it into the array printJSON prints
+// of the same lines (two-space indent), a line at a time: it holds one line, not the dump.
+type jsonArrayWriter struct {
+	w    io.Writer
+	line []byte // the line being written, up to its newline
+	n    int    // lines printed
+	err  error
+}
+
+func (a *jsonArrayWriter) Write(p []byte) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			a.line = append(a.line, rest...)
+			break
+		}
+		a.line = append(a.line, rest[:i]...)
+		rest = rest[i+1:]
+		if a.err = a.element(); a.err != nil {
+			return 0, a.err
+		}
+	}
+	return len(p), nil
+}
+
+// element prints the line held as the array's next element.
+func (a *jsonArrayWriter) element() error {
+	line := bytes.TrimSpace(a.line)
+	a.line = a.line[:0]
+	if len(line) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	if a.n == 0 {
+		out.WriteString("[\n  ")
+	} else {
+		out.WriteString(",\n  ")
+	}
+	if err := json.Indent(&out, line, "  ", "  "); err != nil {
+		return jobs.Wrap(jobs.CodeEncoding, err, "read the dump: line %d", a.n+1)
+	}
+	a.n++
+	_, err := a.w.Write(out.Bytes())
+	return err
+}
+
+// close prints a last line without a newline, and the array's end.
+func (a *jsonArrayWriter) close() error {
+	if a.err != nil {
+		return a.err
+	}
+	if err := a.element(); err != nil {
+		return err
+	}
+	end := "\n]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
 }
 
 func newDeadLettersCmd() *cobra.Command {
