@@ -20,13 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Codec transforms payload bytes. Implementations must be safe for concurrent use.
 type Codec interface {
 	// ID names the codec and whatever Decode needs to pick (a key id): "aesgcm/k2". It is
-	// stored with every payload the codec encodes; 1 to 255 bytes, no control characters.
+	// stored with every payload the codec encodes; 1 to 255 bytes of printable UTF-8.
 	ID() string
 	// Encode transforms a payload.
 	Encode(plain []byte) ([]byte, error)
@@ -51,8 +55,8 @@ const flagEncrypted = 1
 
 // Seal wraps data written by codec id as an envelope.
 func Seal(id string, encrypted bool, data []byte) ([]byte, error) {
-	if len(id) == 0 || len(id) > 255 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("codec: id %q: want 1 to 255 printable bytes", id)
+	if !ValidID(id) {
+		return nil, fmt.Errorf("codec: id %q: want 1 to 255 bytes of printable UTF-8", id)
 	}
 	body := make([]byte, 0, 2+len(id)+len(data))
 	flags := byte(0)
@@ -74,6 +78,15 @@ func Seal(id string, encrypted bool, data []byte) ([]byte, error) {
 	}
 	out = append(out, ExtType)
 	return append(out, body...), nil
+}
+
+// ValidID is the rule for the ids Seal writes: 1 to 255 bytes of valid UTF-8, every
+// character printable. Bytes that are not UTF-8 all render as U+FFFD in JSON, so two such ids
+// ("k\xff", "k\xfe") were shown alike by every tool; an invisible character (U+200B) or a
+// bidi override made one id look like another.
+func ValidID(id string) bool {
+	return len(id) > 0 && len(id) <= 255 && utf8.ValidString(id) &&
+		!strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 // Envelope is a parsed envelope.
@@ -134,7 +147,14 @@ func Describe(b []byte) (string, bool) {
 	if e.Encrypted {
 		verb = "encrypted"
 	}
-	return fmt.Sprintf("%s by codec %s, %d bytes", verb, e.ID, len(e.Data)), true
+	// The id is the stored bytes, which any caller can craft, and payloads written before Seal
+	// required printable ids may hold others: such an id is shown quoted, so a line break or a
+	// terminal escape never reaches a view or an error text raw, and two ids never read alike.
+	id := e.ID
+	if !ValidID(id) {
+		id = strconv.Quote(id)
+	}
+	return fmt.Sprintf("%s by codec %s, %d bytes", verb, id, len(e.Data)), true
 }
 
 // Set is the codecs an application uses: the first encodes, and every one of them decodes the
@@ -224,8 +244,18 @@ func Stack(codecs ...Codec) Codec { return stack(codecs) }
 
 type stack []Codec
 
-func (s stack) ID() string { return s[len(s)-1].ID() }
+// An empty Stack (built from a list that names no codec) has no id and refuses to encode, an
+// error on the record rather than an index panic in the worker.
+func (s stack) ID() string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1].ID()
+}
 func (s stack) Encode(plain []byte) ([]byte, error) {
+	if len(s) == 0 {
+		return nil, errors.New("codec: an empty Stack encodes nothing")
+	}
 	b := plain
 	for i, c := range s {
 		if i == len(s)-1 {
@@ -255,6 +285,9 @@ func (s stack) Handles(id string) bool {
 	return false
 }
 func (s stack) Encrypts() bool {
+	if len(s) == 0 {
+		return false
+	}
 	e, ok := s[len(s)-1].(Encrypting)
 	return ok && e.Encrypts()
 }
@@ -271,7 +304,13 @@ type deflate struct{ max int }
 
 func (deflate) ID() string             { return "deflate" }
 func (deflate) Handles(id string) bool { return id == "deflate" }
-func (deflate) Encode(plain []byte) ([]byte, error) {
+func (d deflate) Encode(plain []byte) ([]byte, error) {
+	// A payload past the bound is refused here, not stored: it deflates far under the engine's
+	// payload limit (64 MiB of zeros is a few KiB), so it would land, and then every read of it
+	// (the run's replay, its result) would fail on the bound for ever.
+	if len(plain) > d.max {
+		return nil, fmt.Errorf("the payload is %d bytes, past the %d this codec inflates (GzipLimit)", len(plain), d.max)
+	}
 	var buf bytes.Buffer
 	w, err := flate.NewWriter(&buf, flate.DefaultCompression)
 	if err != nil {
@@ -293,7 +332,13 @@ const maxInflated = 64 << 20
 func (d deflate) Decode(_ string, data []byte) ([]byte, error) {
 	r := flate.NewReader(bytes.NewReader(data))
 	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, int64(d.max)+1))
+	// Read one byte past the bound to tell a payload at it from one past it; at the largest int
+	// that byte does not fit, and the limit wrapped negative: every payload opened as empty.
+	limit := int64(d.max)
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	out, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ultimat3/jobs/codec"
 )
 
 // Prefix starts the id of every payload this codec writes.
@@ -33,8 +35,11 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 	}
 	c := &Codec{current: current, aeads: map[string]cipher.AEAD{}}
 	for id, k := range keys {
-		if id == "" || len(id) > 200 || strings.ContainsFunc(id, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
-			return nil, fmt.Errorf("aesgcm: key id %q: want 1 to 200 printable bytes", id)
+		// The payload's codec id is Prefix+id, so the key id takes Seal's rule (printable UTF-8:
+		// an id of other bytes, or with an invisible character, read like another key's in
+		// every view) and, as before, no space and at most 200 bytes.
+		if !codec.ValidID(Prefix+id) || id == "" || len(id) > 200 || strings.ContainsRune(id, ' ') {
+			return nil, fmt.Errorf("aesgcm: key id %q: want 1 to 200 bytes of printable UTF-8, no space", id)
 		}
 		block, err := aes.NewCipher(k)
 		if err != nil {
