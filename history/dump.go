@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/ultimat3/jobs/codec"
 	"github.com/ultimat3/jobs/internal/msgp"
@@ -327,10 +328,82 @@ func ValueView(b []byte, open Opener) (any, error) {
 	}
 	var v any
 	if err := msgpack.Unmarshal(b, &v); err != nil {
+		// msgpack knows no envelope extension, so a value carrying one inside (an event whose
+		// field a codec sealed: every surface stores it, wire.Value) failed whole and showed as
+		// nothing. Walked again, each envelope shows as a whole value does.
+		if v, werr := sealedInside(b, open); werr == nil {
+			return v, nil
+		}
 		return nil, err
 	}
 	return JSONable(v), nil
 }
+
+// sealedInside is ValueView of a value holding codec envelopes at any depth: its maps and arrays
+// walked, each envelope shown as ValueView shows a whole one (opened by open, or described), and
+// every other value decoded as msgpack decodes it.
+func sealedInside(b []byte, open Opener) (any, error) {
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	var view func(depth int) (any, error)
+	view = func(depth int) (any, error) {
+		if depth > maxViewDepth {
+			return nil, errors.New("nested too deep")
+		}
+		c, err := dec.PeekCode()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+			n, err := dec.DecodeMapLen()
+			if err != nil {
+				return nil, err
+			}
+			m := make(map[string]any, min(n, 1024))
+			for range n {
+				k, err := dec.DecodeInterface()
+				if err != nil {
+					return nil, err
+				}
+				if m[fmt.Sprint(k)], err = view(depth + 1); err != nil {
+					return nil, err
+				}
+			}
+			return m, nil
+		case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+			n, err := dec.DecodeArrayLen()
+			if err != nil {
+				return nil, err
+			}
+			a := make([]any, 0, min(n, 1024))
+			for range n {
+				e, err := view(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				a = append(a, e)
+			}
+			return a, nil
+		case msgpcode.IsExt(c):
+			raw, err := dec.DecodeRaw()
+			if err != nil {
+				return nil, err
+			}
+			if codec.IsEnvelope(raw) {
+				return ValueView(raw, open)
+			}
+			var v any
+			err = msgpack.Unmarshal(raw, &v)
+			return JSONable(v), err
+		}
+		v, err := dec.DecodeInterface()
+		return JSONable(v), err
+	}
+	return view(0)
+}
+
+// maxViewDepth bounds the nesting sealedInside walks (a stored value is bounded far below it).
+const maxViewDepth = 1000
 
 // ReceivedView is ValueView of the payload an EventReceived delivered, eventID its event id.
 // A child's outcome (IsChildEventID) is stored in the clear, since the engine writes it without

@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/codec"
 	"github.com/ultimat3/jobs/internal/wire"
 )
 
@@ -22,6 +23,12 @@ func FuzzValueRenders(f *testing.F) {
 	f.Add([]byte{0xca, 0x7f, 0x80, 0, 0})
 	far, _ := msgpack.Marshal(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
 	f.Add(far)
+	// Codec envelopes, whole and inside (every surface shows them), and malformed ones.
+	env, _ := codec.Seal("aesgcm/k1", true, []byte("sealed card"))
+	f.Add(env)
+	f.Add(append([]byte{0x82, 0xa1, 'n', 0x01, 0xa4, 'c', 'a', 'r', 'd'}, env...))
+	f.Add(append([]byte{0x92, 0xc0}, env...))
+	f.Add([]byte{0x81, 0xa1, 'a', 0xd6, codec.ExtType, 0x00, 0x01, 'x', 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if wire.Value(b) != nil {
 			return
