@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 )
 
@@ -94,7 +95,7 @@ func (f *Future[T]) Name() string { return f.name }
 // and the retry runs the step again. Await may be called any number of times.
 func (f *Future[T]) Await(c *Ctx) (T, error) {
 	var zero T
-	if err := wait(c, f.p); err != nil {
+	if err := wait(c, f.name, f.p); err != nil {
 		return zero, err
 	}
 	out, _, err := f.p.Outcome()
@@ -117,13 +118,33 @@ type Awaitable interface {
 	promise() *Promise
 }
 
-func wait(c *Ctx, p *Promise) error {
+// wait waits for p to settle, or for the attempt to end. An attempt's end is said as a step
+// says it: the jobs error it ended with (X_ABORTED, X_TIMEOUT, X_JOB_LEASE_LOST), else
+// X_ABORTED, never a bare context error without a code. A promise settled by then stands: of
+// two ready cases a select picks either, and a body awaiting a step that had finished would
+// have been told the attempt ended one time in two.
+func wait(c *Ctx, name string, p *Promise) error {
 	select {
 	case <-p.Done():
 		return nil
 	case <-c.Done():
-		return c.Err()
 	}
+	select {
+	case <-p.Done():
+		return nil
+	default:
+	}
+	return attemptEnded(c, name)
+}
+
+// attemptEnded is the error of an await the attempt's end cut short.
+func attemptEnded(c *Ctx, name string) error {
+	cause := context.Cause(c)
+	var e *Error
+	if errors.As(cause, &e) {
+		return e
+	}
+	return Wrap(CodeAborted, cause, "the attempt ended while it awaited %s", name)
 }
 
 // AwaitAll waits for every future to settle and returns nil when all succeeded, else their
@@ -131,7 +152,7 @@ func wait(c *Ctx, p *Promise) error {
 func AwaitAll(c *Ctx, fs ...Awaitable) error {
 	var errs []error
 	for _, f := range fs {
-		if err := wait(c, f.promise()); err != nil {
+		if err := wait(c, f.Name(), f.promise()); err != nil {
 			return err
 		}
 		if _, _, err := f.promise().Outcome(); err != nil {
@@ -191,7 +212,7 @@ func AwaitFirst(c *Ctx, fs ...Awaitable) (int, error) {
 		case <-settled:
 		case <-c.Done():
 			close(stop)
-			return -1, c.Err()
+			return -1, attemptEnded(c, "the first of "+strconv.Itoa(len(fs))+" steps")
 		}
 		close(stop)
 	}

@@ -74,6 +74,16 @@ func Check(ctx context.Context, def jobs.Definition, events []history.Event) err
 				"%s: the code returned an error after %d durable calls (%v), but the history records %d; the next recorded call is %s (seq %d)",
 				info.RunID, e.pos, o.Err, len(e.cs.list), next, next.seq)
 		}
+		if e.cs.completed {
+			// The history records the run's completion: the old code returned its result where
+			// the code now returns an error (or panics), so every run that reaches this point
+			// would now fail where it completed. Passed as "the body's business" before, the
+			// deploy test let such a change through, while a call the code now adds at the same
+			// place is refused (endOfHistory).
+			return jobs.Errorf(jobs.CodeReplayDiverged,
+				"%s: the history records the run's completion after %d durable calls, the code now returns an error there: %v",
+				info.RunID, e.pos, o.Err)
+		}
 	}
 	return nil
 }

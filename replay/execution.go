@@ -101,6 +101,9 @@ type Execution struct {
 	out        chan Outcome
 	failedStep string
 	exiting    bool
+	// exitedIn is the step whose function, run in line, ended the body's goroutine with
+	// runtime.Goexit (run reports it).
+	exitedIn string
 
 	// span is the current claim's span (trace.go); owned by the body goroutine once it runs.
 	span trace.Span
@@ -209,10 +212,24 @@ func (e *Execution) run() {
 		if returned || e.exiting {
 			return
 		}
-		if r := recover(); r != nil {
-			e.inflight.Wait()
-			e.finish(Outcome{Kind: Failed, Err: fmt.Errorf("job %s panicked: %v\n%s", e.cfg.Def.Name(), r, debug.Stack())})
+		r := recover()
+		e.inflight.Wait()
+		if r == nil {
+			// runtime.Goexit from the body, or from a step's function run in line (a t.FailNow in
+			// a body under test, say): not a panic, so nothing to recover, but the body did not
+			// return either. Unreported, the claim had no outcome: the worker waited for it until
+			// the attempt's timeout (forever without one) and replay.Check never returned. It
+			// fails the attempt as a panic does, unclassified, as a step ending its own goroutine
+			// already did (panic.go).
+			what := "the body"
+			if e.exitedIn != "" {
+				what = fmt.Sprintf("step %q", e.exitedIn)
+			}
+			e.finish(Outcome{Kind: Failed, Step: e.exitedIn, Err: fmt.Errorf("job %s panicked: runtime.Goexit: %s ended its goroutine without returning\n%s",
+				e.cfg.Def.Name(), what, debug.Stack())})
+			return
 		}
+		e.finish(Outcome{Kind: Failed, Err: fmt.Errorf("job %s panicked: %v\n%s", e.cfg.Def.Name(), r, debug.Stack())})
 	}()
 	result, err := e.cfg.Def.Execute(e.ctx, e.cs.input)
 	returned = true
@@ -557,6 +574,9 @@ func (r *runtimeImpl) Step(c *jobs.Ctx, name string, fn func(context.Context) ([
 			// runtime.Goexit (a verdict, or fn's own), which goes on by itself.
 			e.undo(name)
 			e.failedStep = name
+			if !e.exiting {
+				e.exitedIn = name
+			}
 			return
 		}
 		e.stepFailed(name, recovered(name, v))
