@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -66,37 +64,11 @@ func (s *dumpStore) HistoryRead(ctx context.Context, id string, after int64, lim
 // bytes of output straight through the store, and the events mid (seq → event) at their seqs.
 func streamRun(t *testing.T, env *testenv.Env, key, tenant string, n, size int, mid map[int]history.Event) string {
 	t.Helper()
-	ctx := t.Context()
-	q := "dump-" + key
-	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "dump", Queue: q, Key: key, Tenant: tenant, NoTenant: tenant == ""})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := env.Clock.Now()
-	runs, err := env.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{q}, Limit: 1,
-		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("claim: %d runs, %v", len(runs), err)
-	}
 	out, err := msgpack.Marshal(strings.Repeat("o", size))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seq := 2; seq <= n+1; {
-		var evs []history.Event
-		for ; seq <= n+1 && len(evs) < 250; seq++ {
-			if e, ok := mid[seq]; ok {
-				evs = append(evs, e)
-				continue
-			}
-			evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%05d", seq), Output: out}))
-		}
-		res, err := env.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}})
-		if err != nil || res[0].Err != nil {
-			t.Fatalf("apply: %v %v", err, res[0].Err)
-		}
-	}
-	return res.RunID
+	return env.LongRun(jobs.EnqueueRequest{Job: "dump", Queue: "dump-" + key, Key: key, Tenant: tenant, NoTenant: tenant == ""}, n, out, mid)
 }
 
 // dumpGet sends GET path and returns the status, and the body read to its end or the error that

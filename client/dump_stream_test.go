@@ -3,7 +3,6 @@ package client_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,25 +57,9 @@ func TestDumpHistoryCutShortIsAnErrorOnBothSides(t *testing.T) {
 	t.Cleanup(hc.Close)
 
 	ctx := t.Context()
-	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "dump", Queue: "dump", Key: "k", NoTenant: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := env.Clock.Now()
-	runs, err := env.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"dump"}, Limit: 1,
-		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("claim: %d runs, %v", len(runs), err)
-	}
 	out, _ := msgpack.Marshal(strings.Repeat("o", 1024))
-	var evs []history.Event
-	for i := range 200 {
-		evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%03d", i), Output: out}))
-	}
-	if r, err := env.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}}); err != nil || r[0].Err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	whole, err := env.Store.HistoryRead(ctx, res.RunID, 0, 0)
+	runID := env.LongRun(jobs.EnqueueRequest{Job: "dump", Queue: "dump", Key: "k", NoTenant: true}, 200, out, nil)
+	whole, err := env.Store.HistoryRead(ctx, runID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +74,12 @@ func TestDumpHistoryCutShortIsAnErrorOnBothSides(t *testing.T) {
 	}{{"local", client.Local(env.Engine, nil)}, {"http", hc}} {
 		st.fail.Store(false)
 		var got bytes.Buffer
-		if err := side.c.DumpHistory(ctx, res.RunID, &got); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+		if err := side.c.DumpHistory(ctx, runID, &got); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("%s: DumpHistory = %v, %d bytes; want history.Dump's %d", side.name, err, got.Len(), want.Len())
 		}
 		st.fail.Store(true)
 		got.Reset()
-		err := side.c.DumpHistory(ctx, res.RunID, &got)
+		err := side.c.DumpHistory(ctx, runID, &got)
 		if !jobs.HasCode(err, jobs.CodeStoreUnavailable) || got.Len() == 0 || got.Len() >= want.Len() {
 			t.Errorf("%s: DumpHistory failing on a later page = %v, %d of %d bytes written; want X_STORE_UNAVAILABLE after the first page",
 				side.name, err, got.Len(), want.Len())

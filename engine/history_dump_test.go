@@ -3,11 +3,9 @@ package engine_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -55,32 +53,11 @@ func (s *pageReads) HistoryRead(ctx context.Context, id string, after int64, lim
 // bytes, straight through the store (a worker would take a record a step).
 func longRun(t *testing.T, env *testenv.Env, key string, n, size int) string {
 	t.Helper()
-	ctx := t.Context()
-	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "long", Queue: "long-" + key, Key: key, NoTenant: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := env.Clock.Now()
-	runs, err := env.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"long-" + key}, Limit: 1,
-		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("claim: %d runs, %v", len(runs), err)
-	}
 	out, err := msgpack.Marshal(strings.Repeat("x", size))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < n; {
-		var evs []history.Event
-		for ; i < n && len(evs) < 250; i++ {
-			evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%05d", i), Output: out}))
-		}
-		res, err := env.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}})
-		if err != nil || res[0].Err != nil {
-			t.Fatalf("apply: %v %v", err, res[0].Err)
-		}
-	}
-	return res.RunID
+	return env.LongRun(jobs.EnqueueRequest{Job: "long", Queue: "long-" + key, Key: key, NoTenant: true}, n, out, nil)
 }
 
 // An operator's read of a history (HistoryPages, what the HTTP API and client.InProcess dump)

@@ -2,11 +2,9 @@ package mcp_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -38,35 +36,19 @@ func TestDumpHistoryIsBounded(t *testing.T) {
 	st := &countedReads{Store: memory.New()}
 	env := testenv.Start(t, testenv.Options{Store: st})
 	ctx := t.Context()
-	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "big", Queue: "big", Key: "k", NoTenant: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	small, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "big", Queue: "small", Key: "s", NoTenant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := env.Clock.Now()
-	runs, err := env.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"big"}, Limit: 1,
-		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("claim: %d runs, %v", len(runs), err)
-	}
 	// 40 steps of 512 KiB: a dump of some 50 MiB, read in pages of 16 then 15.
 	out, _ := msgpack.Marshal(strings.Repeat("o", 512<<10))
-	var evs []history.Event
-	for i := range 40 {
-		evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%02d", i), Output: out}))
-	}
-	if r, err := env.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}}); err != nil || r[0].Err != nil {
-		t.Fatalf("apply: %v", err)
-	}
+	bigID := env.LongRun(jobs.EnqueueRequest{Job: "big", Queue: "big", Key: "k", NoTenant: true}, 40, out, nil)
 
 	cs := connectInMemory(t, mcp.NewServer(client.Local(env.Engine, nil), mcp.Options{}))
 	before := st.n.Load()
-	r := call(t, cs, mcp.ToolHistory, map[string]any{"run_id": res.RunID})
+	r := call(t, cs, mcp.ToolHistory, map[string]any{"run_id": bigID})
 	refused(t, r, jobs.CodePayloadTooLarge)
-	if !strings.Contains(text(r), "engine history dump "+res.RunID) {
+	if !strings.Contains(text(r), "engine history dump "+bigID) {
 		t.Errorf("the refusal does not name the command that streams the dump: %s", text(r))
 	}
 	if n := st.n.Load() - before; n != 1 {

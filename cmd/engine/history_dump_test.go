@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -52,25 +50,9 @@ func TestHistoryDumpStreamsAndFailsNonZero(t *testing.T) {
 	o := &opsEnv{env: env, server: []string{"--server", ts.URL, "--token", "tok"}}
 
 	ctx := t.Context()
-	res, err := env.Engine.Enqueue(ctx, jobs.EnqueueRequest{Job: "dump", Queue: "dump", Key: "k", NoTenant: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := env.Clock.Now()
-	runs, err := env.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{"dump"}, Limit: 1,
-		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("claim: %d runs, %v", len(runs), err)
-	}
 	out, _ := msgpack.Marshal(strings.Repeat("<o>", 400))
-	var evs []history.Event
-	for i := range 200 {
-		evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%03d", i), Output: out}))
-	}
-	if r, err := env.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}}); err != nil || r[0].Err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	whole, err := env.Store.HistoryRead(ctx, res.RunID, 0, 0)
+	runID := env.LongRun(jobs.EnqueueRequest{Job: "dump", Queue: "dump", Key: "k", NoTenant: true}, 200, out, nil)
+	whole, err := env.Store.HistoryRead(ctx, runID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +69,12 @@ func TestHistoryDumpStreamsAndFailsNonZero(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := o.run(t, "history", "dump", res.RunID)
+	r := o.run(t, "history", "dump", runID)
 	expect(t, r, 0, "")
 	if r.stdout != want.String() {
 		t.Errorf("history dump printed %d bytes, not history.Dump's %d", len(r.stdout), want.Len())
 	}
-	r = o.run(t, "history", "dump", res.RunID, "--json")
+	r = o.run(t, "history", "dump", runID, "--json")
 	expect(t, r, 0, "")
 	if r.stdout != wantJSON.String() {
 		t.Errorf("history dump --json printed\n%.400s\nwant\n%.400s", r.stdout, wantJSON.String())
@@ -100,7 +82,7 @@ func TestHistoryDumpStreamsAndFailsNonZero(t *testing.T) {
 
 	st.fail.Store(true)
 	for _, args := range [][]string{{}, {"--json"}, {"--format", "table"}} {
-		r := o.run(t, append([]string{"history", "dump", res.RunID}, args...)...)
+		r := o.run(t, append([]string{"history", "dump", runID}, args...)...)
 		if r.code == 0 || !strings.HasPrefix(r.stderr, "X_STORE_UNAVAILABLE: ") {
 			t.Errorf("history dump %v failing on a later page: exit %d, stderr %q; want non-zero and X_STORE_UNAVAILABLE", args, r.code, r.stderr)
 		}

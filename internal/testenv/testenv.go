@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -194,3 +195,40 @@ func (e *Env) History(runID string) []history.Event {
 
 // Kinds lists the kinds of a history, for assertions that read like the log.
 func Kinds(events []history.Event) []string { return jobstest.Kinds(events) }
+
+// LongRun enqueues req (a run on a queue of its own) and records n completed steps of output on
+// it straight through the store, as a worker's records would, in batches of 250: for tests of
+// what reads a long history. mid puts other events at their seqs (the first step is seq 2). The
+// run is left running, claimed by worker "w". It returns the run's id.
+func (e *Env) LongRun(req jobs.EnqueueRequest, n int, output []byte, mid map[int]history.Event) string {
+	e.T.Helper()
+	ctx := context.Background()
+	res, err := e.Engine.Enqueue(ctx, req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	now := e.Clock.Now()
+	runs, err := e.Store.RunClaim(ctx, store.ClaimParams{WorkerID: "w", Queues: []string{req.Queue}, Limit: 1,
+		Now: now, LeaseUntil: now.Add(time.Hour), StickyBefore: now})
+	if err != nil || len(runs) != 1 || runs[0].ID != res.RunID {
+		e.T.Fatalf("claim the run %s: %d runs, %v", res.RunID, len(runs), err)
+	}
+	for seq := 2; seq <= n+1; {
+		var evs []history.Event
+		for ; seq <= n+1 && len(evs) < 250; seq++ {
+			if ev, ok := mid[seq]; ok {
+				evs = append(evs, ev)
+				continue
+			}
+			evs = append(evs, history.New(now, history.StepCompleted{StepName: fmt.Sprintf("s%05d", seq), Output: output}))
+		}
+		applied, err := e.Store.RunApply(ctx, []store.Mutation{{RunID: runs[0].ID, Fence: runs[0].Fence, Now: now, Events: evs}})
+		if err == nil {
+			err = applied[0].Err
+		}
+		if err != nil {
+			e.T.Fatalf("record steps on run %s: %v", res.RunID, err)
+		}
+	}
+	return res.RunID
+}
