@@ -64,12 +64,8 @@ func (e *Engine) linkChild(ctx context.Context, parentID, name, id string, res j
 // Life the child is in), so that the wait awaitChildMutation registers matches only an outcome
 // of that life.
 func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]byte, error) {
-	l, ok, err := e.store.ParentOf(ctx, childID)
-	if err != nil {
+	if err := e.checkChild(ctx, parentID, childID); err != nil {
 		return nil, err
-	}
-	if !ok || l.ParentID != parentID {
-		return nil, jobs.Errorf(jobs.CodeNotChild, "run %s: run %s is not its child", parentID, childID)
 	}
 	child, err := e.store.RunGet(ctx, childID)
 	if err != nil {
@@ -91,6 +87,18 @@ func (e *Engine) childOutcome(ctx context.Context, parentID, childID string) ([]
 		}
 	}
 	return encodeOutcome(child, 0, reason)
+}
+
+// checkChild refuses (X_NOT_CHILD) a childID that is not parentID's child run.
+func (e *Engine) checkChild(ctx context.Context, parentID, childID string) error {
+	l, ok, err := e.store.ParentOf(ctx, childID)
+	if err != nil {
+		return err
+	}
+	if !ok || l.ParentID != parentID {
+		return jobs.Errorf(jobs.CodeNotChild, "run %s: run %s is not its child", parentID, childID)
+	}
+	return nil
 }
 
 // childLife reads from a child's history what its row does not say: the seq of the RunRetried

@@ -82,10 +82,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue && c.Kind != frontend.CmdAwaitChild {
 			continue
 		}
-		if c.Name == "" {
-			return req, jobs.Errorf(jobs.CodeBadRequest, "run %s: a %s needs a name", req.RunID, c.Kind)
-		}
-		if err := jobs.ValidIdentifier("call name", c.Name); err != nil {
+		if err := checkCallName(req.RunID, c); err != nil {
 			return req, err
 		}
 		if !checked {
@@ -135,9 +132,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			if c.Effect == nil {
 				return req, noEnqueue(req.RunID, c.Name)
 			}
-			ereq := jobs.EnqueueRequest{Job: out.Job, Queue: out.Queue, Input: out.Input,
-				Key: out.Key, Tenant: out.Tenant, NoTenant: out.NoTenant, Delay: out.Delay,
-				EnqueuedBy: enqueuedByRun + req.RunID, DedupeID: id, TraceParent: out.TraceParent, TraceState: out.TraceState}
+			ereq := effectEnqueue(req.RunID, out, id) // as checkEffects checked it
 			if out.Child && !out.Detached {
 				res, err := e.Enqueue(context.WithValue(ctx, callRunKey{}, id), ereq)
 				if err != nil {
@@ -166,7 +161,7 @@ func (e *Engine) effects(ctx context.Context, req frontend.RecordRequest) (front
 			}
 		case frontend.CmdAwaitChild:
 			if c.Effect == nil || c.Effect.RunID == "" {
-				return req, jobs.Errorf(jobs.CodeBadRequest, "run %s: await %q names no child run", req.RunID, c.Name)
+				return req, noChild(req.RunID, c.Name)
 			}
 			outcome, err := e.childOutcome(ctx, req.RunID, c.Effect.RunID)
 			if err != nil {

@@ -106,7 +106,9 @@ type Engine struct {
 	matching *matching.Service
 	timers   *timers.Service
 	signals  *signals.Service
-	commits  chan *commitReq
+	// dryPublish makes a publish's checks and publishes nothing (effects_check.go).
+	dryPublish *signals.Service
+	commits    chan *commitReq
 	// full rings when OverlapAt records wait in commits (overlap.go).
 	full chan struct{}
 	// owed counts the runs the last group commit answered, still running, whose next record
@@ -228,6 +230,7 @@ func New(cfg Config) (*Engine, error) {
 		Retention: cfg.Lookback, OnWake: e.woke, Logger: cfg.Logger,
 		OnExpired: e.metrics.expired, OnLag: func(d time.Duration) { e.metrics.timerLag.Observe(d.Seconds()) }})
 	e.signals = signals.New(signals.Config{Store: cfg.Store, Clock: cfg.Clock, MaxPayload: cfg.MaxPayload, OnWake: e.woke})
+	e.dryPublish = newDryPublish(cfg)
 	return e, nil
 }
 
@@ -724,6 +727,12 @@ func (e *Engine) handBackUnanswered(ctx context.Context, workerID string, runs [
 
 // Heartbeat implements frontend.Frontend.
 func (e *Engine) Heartbeat(ctx context.Context, req frontend.HeartbeatRequest) (frontend.HeartbeatResponse, error) {
+	if n := len(req.Leases); n > frontend.MaxHeartbeatLeases {
+		// The bound the worker splits its heartbeats by (worker/heartbeat.go). Refused whole,
+		// renewing nothing: the wire lets a body carry several times as many, and each costs a
+		// token check, a renewal and, for a capped job, a slot's renewal and a read.
+		return frontend.HeartbeatResponse{}, jobs.Errorf(jobs.CodeBadRequest, "a heartbeat of %d leases; the limit is %d (send several)", n, frontend.MaxHeartbeatLeases)
+	}
 	// A lease whose token does not hold is answered on its own and never reaches the store, so
 	// a worker cannot renew (and keep from its rightful holder) a claim it was not given.
 	refused := make([]error, len(req.Leases))

@@ -330,6 +330,11 @@ func (e *Engine) checkBeforeEffects(ctx context.Context, req frontend.RecordRequ
 	dry.Commands = append([]frontend.Command(nil), req.Commands...)
 	for i := first; i < len(dry.Commands); i++ {
 		c := &dry.Commands[i]
+		if c.Kind == frontend.CmdAwaitChild && (c.Effect == nil || c.Effect.RunID == "") {
+			// Refused as effects refuses it: left to the dry mutation, such an await read as
+			// one the engine failed to carry out (X_INVARIANT), for a worker's bad record.
+			return noChild(req.RunID, c.Name)
+		}
 		if c.Kind != frontend.CmdPublish && c.Kind != frontend.CmdEnqueue {
 			continue
 		}
@@ -358,7 +363,10 @@ func (e *Engine) checkBeforeEffects(ctx context.Context, req frontend.RecordRequ
 	if err != nil {
 		return e.claimVerdict(ctx, req, err)
 	}
-	return nil
+	// Each effect's own checks, for the effects a refused later one would leave behind
+	// (effects_check.go). Not for a resend: its first send passed them (it would have been
+	// refused, not resent) and carried out its effects.
+	return e.checkEffects(ctx, req, first, now)
 }
 
 // mutation validates commands and builds the events and transition they mean.
