@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/internal/uuid7"
 	"github.com/ultimat3/jobs/internal/wire"
 	"github.com/ultimat3/jobs/store"
@@ -50,10 +52,7 @@ func reply(w http.ResponseWriter, r *http.Request, status int, v any) error {
 // pathID reads and checks a run id from the path.
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if id == "" {
-		return "", jobs.Errorf(jobs.CodeBadRequest, "the path names no run")
-	}
-	return id, checkText("run id", id)
+	return id, inputcheck.RunID(id) // client.Local's rule, and api.Client's before it sends
 }
 
 // enqueue starts a run by job name. A JSON body names its input as JSON (see EnqueueBody); a
@@ -194,10 +193,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 func listParams(r *http.Request, withState bool) (store.ListParams, error) {
 	q := r.URL.Query()
 	p := store.ListParams{Queue: q.Get("queue"), Job: q.Get("job"), Tenant: q.Get("tenant"), Before: q.Get("before")}
-	for field, v := range map[string]string{"queue": p.Queue, "job": p.Job, "tenant": p.Tenant, "before": p.Before} {
-		if err := checkText(field, v); err != nil {
-			return p, err
-		}
+	// The rule the engine's SearchRuns (client.Local's listing) applies to the same filters.
+	if err := inputcheck.Fields("queue", p.Queue, "job", p.Job, "tenant", p.Tenant, "before", p.Before); err != nil {
+		return p, err
 	}
 	if st := q.Get("state"); st != "" {
 		if !withState {
@@ -292,7 +290,9 @@ func (s *Server) runHistory(w http.ResponseWriter, r *http.Request) error {
 	// store that fails, is still a clean refusal.
 	red := s.redactor(r, id)
 	pages := s.eng.HistoryPages(r.Context(), id)
+	extend := pageDeadline(w, r)
 	next := func(after int64) ([]history.Event, error) {
+		extend() // the read of this page and its write: WriteTimeout each, not the whole dump
 		events, err := pages(after)
 		if err != nil {
 			return nil, err
@@ -329,6 +329,21 @@ func (s *Server) runHistory(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("jobs.api.history-cut-short", "run", id, "code", e.Code, "err", e.Message)
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// pageDeadline returns what gives a streamed answer the serving http.Server's whole WriteTimeout
+// again, from now: called before each page is read, it bounds the read of a page and its write
+// together, not the whole answer. A dump of gigabytes takes longer
+// than WriteTimeout (MaxPollWait + 1 minute, Start), and was cut where the deadline fell. It
+// reaches the connection through the server's wrappers (responseWriter, which implements Unwrap);
+// a writer without a deadline to set (a ResponseRecorder) is left as it is.
+func pageDeadline(w http.ResponseWriter, r *http.Request) func() {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv == nil || srv.WriteTimeout <= 0 {
+		return func() {}
+	}
+	rc, d := http.NewResponseController(w), srv.WriteTimeout
+	return func() { _ = rc.SetWriteDeadline(time.Now().Add(d)) }
 }
 
 // dumpRefusal is err of a dump of run id: an event it could not write is X_ENCODING.

@@ -8,6 +8,7 @@ import (
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/internal/freetext"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -57,10 +58,9 @@ func (s *Server) backfillReport(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listBackfills(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := store.BackfillFilter{Name: q.Get("name"), Tenant: q.Get("tenant"), Status: q.Get("status"), RunID: q.Get("run")}
-	for field, v := range map[string]string{"name": f.Name, "tenant": f.Tenant, "status": f.Status, "run": f.RunID} {
-		if err := checkText(field, v); err != nil {
-			return err
-		}
+	// The rule client.Local applies to the same filter (inputcheck.Fields).
+	if err := inputcheck.Fields("name", f.Name, "tenant", f.Tenant, "status", f.Status, "run", f.RunID); err != nil {
+		return err
 	}
 	// tenant selects one tenant's passes (a per-tenant backfill's ledger is per (name, tenant));
 	// notenant=true the passes of no tenant (a backfill declared for every tenant); neither,

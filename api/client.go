@@ -17,6 +17,7 @@ import (
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/signals"
 	"github.com/ultimat3/jobs/store"
 )
@@ -212,6 +213,9 @@ func (c *Client) PublishEvent(ctx context.Context, name string, payload []byte) 
 // Cancel cancels a run; a finished run is refused with X_JOB_NOT_CANCELLABLE.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSummary, error) {
 	var out engine.RunSummary
+	if err := inputcheck.RunID(runID); err != nil {
+		return out, err
+	}
 	// JSON would carry invalid UTF-8 as U+FFFD: refuse it here, as the engine would.
 	if err := checkText("reason", reason); err != nil {
 		return out, err
@@ -223,6 +227,9 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) (engine.RunSu
 // Retry reopens a dead-lettered or blocked run, from a step when req.FromStep is set.
 func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.RunSummary, error) {
 	var out engine.RunSummary
+	if err := inputcheck.RunID(req.RunID); err != nil {
+		return out, err
+	}
 	for field, v := range map[string]string{"fromStep": req.FromStep, "by": req.By, "reason": req.Reason} {
 		if err := checkText(field, v); err != nil {
 			return out, err
@@ -236,6 +243,9 @@ func (c *Client) Retry(ctx context.Context, req engine.RetryRequest) (engine.Run
 // GetRun returns a run with its per-step trace.
 func (c *Client) GetRun(ctx context.Context, runID string) (engine.RunView, error) {
 	var out engine.RunView
+	if err := inputcheck.RunID(runID); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID), nil, nil, &out)
 	return out, err
 }
@@ -275,10 +285,20 @@ func (c *Client) Codes(ctx context.Context) ([]jobs.CodeInfo, error) {
 // engine cut the answer rather than end it as if whole; a connection lost) is
 // X_STORE_UNAVAILABLE, with what arrived before already in w: a dump is whole only when the
 // error is nil. An error of w's own is returned as it is.
+//
+// The client's timeout (WithTimeout) bounds the wait for the answer's headers, then each wait
+// for more of the body, not the whole dump: a history of gigabytes takes as long as it takes,
+// while an engine that sends nothing for the timeout is X_STORE_UNAVAILABLE.
 func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) error {
+	if err := inputcheck.RunID(runID); err != nil {
+		return err
+	}
 	path := "/v1/runs/" + pathSegment(runID) + "/history"
-	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := &idleTimeout{d: c.timeout}
+	idle.t = time.AfterFunc(c.timeout, func() { cancel(idle) })
+	defer idle.t.Stop()
 	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, c.base+path+"?format=jsonl", nil)
 	if err != nil {
 		return jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
@@ -286,18 +306,18 @@ func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) err
 	c.header(ctx, req.Header, "")
 	res, err := c.http.Do(req)
 	if err != nil {
-		return c.lost(ctx, err, path, c.timeout, jobs.CodeStoreUnavailable)
+		return c.lost(ctx, idle.of(callCtx, err), path, c.timeout, jobs.CodeStoreUnavailable)
 	}
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		b, err := io.ReadAll(res.Body)
 		if err != nil {
-			return c.lost(ctx, err, path, c.timeout, jobs.CodeStoreUnavailable)
+			return c.lost(ctx, idle.of(callCtx, err), path, c.timeout, jobs.CodeStoreUnavailable)
 		}
 		_, err = answer(res.StatusCode, res.Header, b)
 		return err
 	}
-	body := &bodyReader{r: res.Body}
+	body := &bodyReader{r: res.Body, read: idle.reset}
 	n, err := io.Copy(w, body)
 	if err == nil {
 		return nil
@@ -305,21 +325,55 @@ func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) err
 	if body.err == nil {
 		return err // w's
 	}
-	if ctx.Err() != nil || errors.Is(body.err, context.DeadlineExceeded) {
-		return c.lost(ctx, body.err, path, c.timeout, jobs.CodeStoreUnavailable)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := idle.of(callCtx, body.err); errors.Is(err, context.DeadlineExceeded) {
+		return jobs.Wrap(jobs.CodeStoreUnavailable, err, "the engine at %s sent nothing more of the history of run %s for %s, after %d bytes: the dump is incomplete", c.base, runID, c.timeout, n)
 	}
 	return jobs.Wrap(jobs.CodeStoreUnavailable, body.err, "the engine at %s cut the history of run %s short after %d bytes: the dump is incomplete", c.base, runID, n)
 }
 
+// idleTimeout is the cause a call is cancelled with when nothing of its answer arrived for d: the
+// timer t, reset as each part of the body arrives, cancels it.
+type idleTimeout struct {
+	d time.Duration
+	t *time.Timer
+}
+
+func (e *idleTimeout) Error() string {
+	return fmt.Sprintf("nothing arrived for %s", e.d)
+}
+
+// Unwrap makes it a deadline passed (errors.Is(err, context.DeadlineExceeded)), as Client.lost
+// reads one.
+func (e *idleTimeout) Unwrap() error { return context.DeadlineExceeded }
+
+func (e *idleTimeout) reset() { e.t.Reset(e.d) }
+
+// of returns err, wrapped in e when e is why callCtx ended (net/http may return the context's
+// own context.Canceled, not its cause).
+func (e *idleTimeout) of(callCtx context.Context, err error) error {
+	if context.Cause(callCtx) == error(e) && !errors.Is(err, e) {
+		return fmt.Errorf("%w (%v)", e, err)
+	}
+	return err
+}
+
 // bodyReader keeps the error of a read of an answer's body (io.EOF aside), told apart from the
-// error of the writer it is copied to.
+// error of the writer it is copied to. read, when set, is called after each read that returned
+// bytes.
 type bodyReader struct {
-	r   io.Reader
-	err error
+	r    io.Reader
+	err  error
+	read func()
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
+	if n > 0 && b.read != nil {
+		b.read()
+	}
 	if err != nil && err != io.EOF && b.err == nil {
 		b.err = err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -42,6 +43,9 @@ func (c *Client) BackfillReport(ctx context.Context, req frontend.BackfillReport
 // filter reads as store.BackfillFilter says: Tenant selects one tenant's passes, NoTenant (ignored
 // when Tenant is set) the passes of no tenant.
 func (c *Client) Backfills(ctx context.Context, f store.BackfillFilter) ([]backfill.Progress, error) {
+	if err := inputcheck.Fields("name", f.Name, "tenant", f.Tenant, "status", f.Status, "run", f.RunID); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	for k, v := range map[string]string{"name": f.Name, "tenant": f.Tenant, "status": f.Status, "run": f.RunID} {
 		if v != "" {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/scheduler"
 )
 
@@ -19,6 +20,9 @@ func (c *Client) Schedules(ctx context.Context) ([]scheduler.Info, error) {
 // Schedule returns one schedule, or X_SCHEDULE_NOT_FOUND.
 func (c *Client) Schedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
+	if err := inputcheck.ScheduleName(name); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodGet, "/v1/schedules/"+pathSegment(name), nil, nil, &out)
 	return out, err
 }
@@ -26,6 +30,9 @@ func (c *Client) Schedule(ctx context.Context, name string) (scheduler.Info, err
 // PauseSchedule pauses a schedule: no occurrence fires until it is resumed.
 func (c *Client) PauseSchedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
+	if err := inputcheck.ScheduleName(name); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/pause", nil, struct{}{}, &out)
 	return out, err
 }
@@ -33,6 +40,9 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) (scheduler.Info
 // ResumeSchedule resumes a schedule from its next occurrence (those of the pause are skipped).
 func (c *Client) ResumeSchedule(ctx context.Context, name string) (scheduler.Info, error) {
 	var out scheduler.Info
+	if err := inputcheck.ScheduleName(name); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/resume", nil, struct{}{}, &out)
 	return out, err
 }
@@ -41,6 +51,9 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) (scheduler.Inf
 // trigger whose answer was lost may have fired: check the schedule's runs before sending it again.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (jobs.EnqueueResult, error) {
 	var out jobs.EnqueueResult
+	if err := inputcheck.ScheduleName(name); err != nil {
+		return out, err
+	}
 	err := c.callJSON(ctx, http.MethodPost, "/v1/schedules/"+pathSegment(name)+"/trigger", nil, struct{}{}, &out)
 	return out, err
 }

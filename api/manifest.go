@@ -8,6 +8,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/frontend"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 )
 
 // declareManifest records a worker's manifest (msgpack, the worker protocol).
@@ -26,7 +27,7 @@ func (s *Server) declareManifest(w http.ResponseWriter, r *http.Request) error {
 // manifest answers the fleet's manifest (JSON), optionally of one kind (?kind=job).
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) error {
 	kind := r.URL.Query().Get("kind")
-	if err := checkText("kind", kind); err != nil {
+	if err := inputcheck.Fields("kind", kind); err != nil {
 		return err
 	}
 	var v engine.ManifestView
@@ -55,6 +56,9 @@ func (c *Client) DeclareManifest(ctx context.Context, m frontend.Manifest) (fron
 // every worker. kind, when not empty, keeps the declarations of that kind.
 func (c *Client) Manifest(ctx context.Context, kind string) (engine.ManifestView, error) {
 	var out engine.ManifestView
+	if err := inputcheck.Fields("kind", kind); err != nil {
+		return out, err
+	}
 	var q url.Values
 	if kind != "" {
 		q = url.Values{"kind": {kind}}

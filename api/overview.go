@@ -10,6 +10,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/api/paging"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/store"
 )
 
@@ -72,6 +73,11 @@ func (s *Server) searchRuns(w http.ResponseWriter, r *http.Request) error {
 // Overview returns every queue's depth and recent throughput (0, 0: the last 15 minutes by
 // minute).
 func (c *Client) Overview(ctx context.Context, window, bucket time.Duration) (engine.Overview, error) {
+	// Refused here, as client.Local refuses it: left out of the query, a negative duration was
+	// read by the engine as the default, and answered.
+	if err := inputcheck.Overview(window, bucket); err != nil {
+		return engine.Overview{}, err
+	}
 	q := url.Values{}
 	if window > 0 {
 		q.Set("window", window.String())

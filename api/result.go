@@ -10,6 +10,7 @@ import (
 	"github.com/ultimat3/jobs"
 	"github.com/ultimat3/jobs/client"
 	"github.com/ultimat3/jobs/engine"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 )
 
 // Waiting for a run's result over HTTP is a long-poll: GET /v1/runs/{id}/result?wait=25s holds
@@ -66,6 +67,9 @@ func (s *Server) runResult(w http.ResponseWriter, r *http.Request) error {
 // long-polls of at most the client's timeout each. A failed or cancelled run returns its outcome
 // with its error; a completed one its result (RunResult.Decode).
 func (c *Client) WaitResult(ctx context.Context, runID string) (engine.RunResult, error) {
+	if err := inputcheck.RunID(runID); err != nil {
+		return engine.RunResult{}, err
+	}
 	wait := c.timeout
 	for {
 		resp, err := c.do(ctx, http.MethodGet, "/v1/runs/"+pathSegment(runID)+"/result",

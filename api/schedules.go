@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/ultimat3/jobs"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/scheduler"
 )
 
@@ -33,10 +34,7 @@ func (s *Server) sched() (*scheduler.Scheduler, error) {
 // scheduleName reads and checks a schedule's name from the path.
 func scheduleName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
-	if name == "" {
-		return "", jobs.Errorf(jobs.CodeBadRequest, "the path names no schedule")
-	}
-	return name, checkText("schedule name", name)
+	return name, inputcheck.ScheduleName(name) // client.Local's rule, and api.Client's before it sends
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {

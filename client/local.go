@@ -11,6 +11,7 @@ import (
 	"github.com/ultimat3/jobs/backfill"
 	"github.com/ultimat3/jobs/engine"
 	"github.com/ultimat3/jobs/history"
+	"github.com/ultimat3/jobs/internal/inputcheck"
 	"github.com/ultimat3/jobs/scheduler"
 	"github.com/ultimat3/jobs/signals"
 	"github.com/ultimat3/jobs/store"
@@ -32,9 +33,10 @@ func Local(eng *engine.Engine, sched *scheduler.Scheduler) *InProcess {
 	return &InProcess{eng: eng, sched: sched}
 }
 
+// checkText checks text fields by the rule the HTTP client and server share (inputcheck.Fields).
 func checkText(fields map[string]string) error {
 	for field, v := range fields {
-		if err := jobs.ValidIdentifier(field, v); err != nil {
+		if err := inputcheck.Fields(field, v); err != nil {
 			return err
 		}
 	}
@@ -49,12 +51,7 @@ func (c *InProcess) GetRun(ctx context.Context, runID string) (engine.RunView, e
 	return c.eng.InspectRun(ctx, runID)
 }
 
-func checkRunID(id string) error {
-	if id == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "no run id given")
-	}
-	return jobs.ValidIdentifier("run id", id)
-}
+func checkRunID(id string) error { return inputcheck.RunID(id) }
 
 // ListRuns implements Reader.
 func (c *InProcess) ListRuns(ctx context.Context, p store.ListParams) (engine.RunPage, error) {
@@ -91,8 +88,8 @@ func (c *InProcess) Queues(ctx context.Context) ([]engine.QueueView, error) {
 
 // Overview implements Reader.
 func (c *InProcess) Overview(ctx context.Context, window, bucket time.Duration) (engine.Overview, error) {
-	if window < 0 || bucket < 0 {
-		return engine.Overview{}, jobs.Errorf(jobs.CodeBadRequest, "window %s, bucket %s: want positive durations", window, bucket)
+	if err := inputcheck.Overview(window, bucket); err != nil {
+		return engine.Overview{}, err
 	}
 	return c.eng.InspectOverview(ctx, window, bucket)
 }
@@ -128,12 +125,7 @@ func (c *InProcess) scheduler() (*scheduler.Scheduler, error) {
 	return c.sched, nil
 }
 
-func checkSchedule(name string) error {
-	if name == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "no schedule named")
-	}
-	return jobs.ValidIdentifier("schedule name", name)
-}
+func checkSchedule(name string) error { return inputcheck.ScheduleName(name) }
 
 // Schedules implements Reader.
 func (c *InProcess) Schedules(ctx context.Context) ([]scheduler.Info, error) {

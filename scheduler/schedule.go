@@ -210,9 +210,13 @@ func (s Schedule) compile() (*compiled, error) {
 	}
 	// The name is a path segment of the schedule's routes (/v1/schedules/<name>), and "." and
 	// ".." are dot segments there: a client or proxy resolves them away (RFC 3986), so the
-	// routes could never reach the schedule.
+	// routes could never reach the schedule. A lone "/" is escaped to "%2F", which net/http's
+	// router reads as a trailing slash: no route either.
 	if s.Name == "." || s.Name == ".." {
 		return bad("the name %q is a dot segment, which a URL path cannot carry", s.Name)
+	}
+	if s.Name == "/" {
+		return bad("the name %q is a lone slash, which a URL path cannot carry", s.Name)
 	}
 	if s.Job == "" {
 		return bad("names no job")

@@ -178,11 +178,12 @@ func TestRefusedManifestScheduleShowsInInspect(t *testing.T) {
 	wantFired(t, env, "good", keys("good", time.Hour))
 }
 
-// "." and ".." are dot segments in a URL path, so the schedule's routes could never address
-// them: they are refused when the schedule is defined, and from data.
+// "." and ".." are dot segments in a URL path, and a lone "/" is escaped to a segment net/http's
+// router reads as a trailing slash, so the schedule's routes could never address them: they are
+// refused when the schedule is defined, and from data.
 func TestDotNamesRefused(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{".", ".."} {
+	for _, name := range []string{".", "..", "/"} {
 		if _, err := scheduler.Define(name, pingJob, "0 * * * *", "UTC", Ping{}); !jobs.HasCode(err, jobs.CodeJobDefinition) {
 			t.Errorf("Define(%q) = %v, want X_JOB_DEFINITION", name, err)
 		}
@@ -191,7 +192,7 @@ func TestDotNamesRefused(t *testing.T) {
 			t.Errorf("Validate(%q) = %v, want X_JOB_DEFINITION", name, err)
 		}
 	}
-	for _, name := range []string{"...", ".hidden", "a.b"} {
+	for _, name := range []string{"...", ".hidden", "a.b", "a/b", "//"} {
 		if _, err := scheduler.Define(name, pingJob, "0 * * * *", "UTC", Ping{}); err != nil {
 			t.Errorf("Define(%q) = %v, want it taken", name, err)
 		}
