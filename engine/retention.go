@@ -176,16 +176,34 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 		e.retention.seconds.Observe(rep.Duration.Seconds())
 	}()
 	stuck := "" // the first run of the last batch that deleted nothing
+	// A run whose archive failed is kept (it is never deleted unarchived), and skipped for the
+	// rest of this sweep; the next sweep tries it again. The runs archived around it are still
+	// deleted: stopping the whole batch archived them again on every sweep (a stream archive
+	// held each once per sweep), and a run that can never be archived, first in every listing,
+	// stopped retention for good. The first failure is the sweep's error, once it is done.
+	failed := map[string]bool{}
+	var archiveErr error
 	for rep.Batches < retentionMaxBatches {
 		if err := ctx.Err(); err != nil {
 			return rep, jobs.Wrap(jobs.CodeStoreUnavailable, err, "retention sweep")
 		}
-		runs, err := e.store.RetentionCandidates(ctx, p)
+		// Listed past the runs skipped: they are still eligible, so they head the listing.
+		lp := p
+		lp.Limit = store.RetentionLimit(c.Batch + len(failed))
+		listed, err := e.store.RetentionCandidates(ctx, lp)
 		if err != nil {
 			return rep, err
 		}
+		short := len(listed) < lp.Limit
+		runs := make([]store.Run, 0, len(listed))
+		for _, r := range listed {
+			if !failed[r.ID] && len(runs) < c.Batch {
+				runs = append(runs, r)
+			}
+		}
 		if len(runs) == 0 {
-			return rep, nil
+			rep.More = !short
+			return rep, archiveErr
 		}
 		ids := make([]string, 0, len(runs))
 		kept := make([]store.Run, 0, len(runs))
@@ -196,12 +214,15 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 				if jobs.CodeOf(err) == jobs.CodeRunNotFound {
 					continue // another engine's sweep took it
 				}
-				if err != nil {
-					return rep, err
+				if err == nil {
+					err = c.Archive.ArchiveRun(ctx, r, evs)
 				}
-				if err := c.Archive.ArchiveRun(ctx, r, evs); err != nil {
-					// Nothing of this batch is deleted unless it was archived first.
-					return rep, jobs.Wrap(jobs.CodeStoreUnavailable, err, "retention: archive run %s", r.ID)
+				if err != nil {
+					failed[r.ID] = true
+					if archiveErr == nil {
+						archiveErr = jobs.Wrap(jobs.CodeStoreUnavailable, err, "retention: archive run %s", r.ID)
+					}
+					continue
 				}
 				rep.Archived++
 			}
@@ -211,6 +232,12 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 		}
 		rep.Batches++
 		if len(ids) == 0 {
+			if allFailed(runs, failed) {
+				// Not one run of the batch could be archived: the archive itself is down (a
+				// full disk). Trying batch after batch would only fail the same way.
+				rep.More = true
+				return rep, archiveErr
+			}
 			continue // every run of the batch vanished while it was archived: list again
 		}
 		e.settlePassesOf(ctx, kept)
@@ -225,8 +252,8 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 		rep.Runs += len(res.Runs)
 		rep.Events += res.Events
 		e.retention.events.Add(float64(res.Events))
-		if len(runs) < c.Batch {
-			return rep, nil
+		if short {
+			return rep, archiveErr
 		}
 		if len(res.Runs) == 0 {
 			// None deleted: another sweep (another engine) took them, or holds them locked, or
@@ -234,7 +261,7 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 			// now: leave them to the next sweep rather than spin on them.
 			if stuck == ids[0] {
 				rep.More = true
-				return rep, nil
+				return rep, archiveErr
 			}
 			stuck = ids[0]
 		} else {
@@ -242,7 +269,17 @@ func (e *Engine) SweepRetention(ctx context.Context, dryRun bool) (RetentionRepo
 		}
 	}
 	rep.More = true
-	return rep, nil
+	return rep, archiveErr
+}
+
+// allFailed reports whether the archive of every one of runs failed.
+func allFailed(runs []store.Run, failed map[string]bool) bool {
+	for _, r := range runs {
+		if !failed[r.ID] {
+			return false
+		}
+	}
+	return true
 }
 
 // retentionLoop sweeps on the engine's clock every Every, the first time one interval after the

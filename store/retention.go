@@ -7,8 +7,9 @@ import (
 
 // RetentionParams says which finished runs retention may delete. A run is eligible when its
 // state's cut-off is set and its FinishedAt is before it, no dedupe id recorded at or after
-// DedupeFrom names it, and it is not the child of a parent that has not finished (the parent may
-// still wait for it, and a child that finished long ago is answered from its row). Live and
+// DedupeFrom names it, and it is not the child of a parent that is live, blocked or failed (the
+// parent, or a failed one once retried, may still wait for it, and a child that finished long
+// ago is answered from its row). Live and
 // blocked runs are never eligible, whatever the cut-offs say.
 type RetentionParams struct {
 	// CompletedBefore, FailedBefore and CancelledBefore are the cut-offs per finished state; a
@@ -68,8 +69,9 @@ type Retention interface {
 	RetentionCandidates(ctx context.Context, p RetentionParams) ([]Run, error)
 
 	// RetentionDelete deletes those of ids that are still eligible under p, with everything that
-	// is theirs: history, timers, waits, deliveries and the dedupe ids naming them (which are
-	// past their window, or the run would not be eligible). It is one short transaction over at
+	// is theirs: history, timers, waits, deliveries, the dedupe ids naming them (which are
+	// past their window, or the run would not be eligible) and their link to their parent (a
+	// link naming a deleted run as the parent stays with its child). It is one short transaction over at
 	// most RetentionLimit(p.Limit) runs; a backend that can skips runs another transaction holds
 	// locked rather than waiting for them. Unknown or ineligible ids are ignored. The backfill
 	// ledger is not touched: its rows are the record of what passes ran.

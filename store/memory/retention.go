@@ -18,11 +18,19 @@ func (s *Store) protected(p store.RetentionParams) map[string]bool {
 		}
 	}
 	for child, l := range s.children {
-		if parent, ok := s.runs[l.ParentID]; ok && !parent.run.State.Finished() {
+		if parent, ok := s.runs[l.ParentID]; ok && parentMayWait(parent.run.State) {
 			out[child] = true
 		}
 	}
 	return out
+}
+
+// parentMayWait reports whether a parent in state st may still wait for its children: a live or
+// blocked one, and a failed one, which an operator may retry (dead letters are kept for that), and
+// whose retried replay then waits for a child it started before it failed. Only a completed or
+// cancelled parent has ended for good.
+func parentMayWait(st store.State) bool {
+	return st != store.StateCompleted && st != store.StateCancelled
 }
 
 // RetentionCandidates implements store.Retention. It scans every run: the reference model is
@@ -71,6 +79,9 @@ func (s *Store) RetentionDelete(ctx context.Context, p store.RetentionParams, id
 		s.clearTimersAndWaits(r)
 		s.unindex(r)
 		delete(s.runs, id)
+		// The run's link to its parent is its own and goes with it (a link whose parent was
+		// deleted stays while its child lives): left behind, links grew without bound.
+		delete(s.children, id)
 		gone[id] = true
 		out.Runs = append(out.Runs, id)
 		out.Events += int64(len(r.events))

@@ -74,6 +74,9 @@ func (s *Store) RetentionDelete(ctx context.Context, p store.RetentionParams, id
 			if _, err := t.exec(sqlRetentionDedupe, id); err != nil {
 				return err
 			}
+			if _, err := t.exec(sqlRetentionChildLink, id); err != nil {
+				return err
+			}
 			if _, err := t.exec(sqlRetentionRun, id); err != nil {
 				return err
 			}
