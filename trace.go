@@ -67,6 +67,17 @@ func validTrace(parent, state string) error {
 	if !trace.SpanContextFromContext(ContextWithTrace(context.Background(), parent, "")).IsValid() {
 		return Errorf(CodeBadRequest, "traceparent %q is not a W3C traceparent (version-traceid-spanid-flags)", parent)
 	}
+	// The parser reads a later version's first four fields and skips whatever follows the flags
+	// unread, but the engine stores the whole value, shows it in the run's view and hands it to
+	// every worker: a NUL or invalid UTF-8 there failed the insert on Postgres (an internal
+	// error, not a refusal), and a control character or an escape sequence was stored as it came
+	// and printed. Every field W3C defines is lowercase hex between dashes, and so must be the
+	// rest (TestATraceparentsExtraFieldsAreHeldToItsGrammar).
+	for i := 0; i < len(parent); i++ {
+		if c := parent[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') && c != '-' {
+			return Errorf(CodeBadRequest, "traceparent %q is not a W3C traceparent: its fields are lowercase hex joined by '-'", parent)
+		}
+	}
 	if len(state) > maxTraceState {
 		return Errorf(CodeBadRequest, "tracestate is %d bytes; the limit is %d", len(state), maxTraceState)
 	}

@@ -44,17 +44,37 @@ func (e *Execution) recording() bool { return e.span != nil && e.span.IsRecordin
 // spanContext returns c carrying the current claim's span. After a resume, the body's own
 // context still carries the first claim's span; durable calls use the current one.
 func (e *Execution) spanContext(c *jobs.Ctx) context.Context {
+	cur := e.span
+	if cur == nil {
+		// The current claim's span does not record (e.span holds only one that does), but it is
+		// still the current claim: child runs and the application's spans in a step after a
+		// resume go under it, as under a recording one. Taking c's span here put them under
+		// the FIRST claim's, sampled and long ended, when the resumed claim was not sampled
+		// (TestAResumeUnderAnUnsampledClaimLeavesTheFirstClaimsSpan). The span is in the
+		// records' context, which a resume replaces; until then that context is the body's own
+		// without its cancellation, whose span is c's. That is told by comparing the two rather
+		// than by a lookup, which allocates through a context.WithoutCancel at the top, on
+		// every untraced live step's path.
+		if e.recCtx == context.WithoutCancel(e.ctx) {
+			return c
+		}
+		cur = trace.SpanFromContext(e.recCtx)
+		if !cur.SpanContext().IsValid() {
+			return c
+		}
+	}
 	// Compared by their span contexts: a provider's span type need not be comparable with ==.
-	if e.span == nil || trace.SpanFromContext(c).SpanContext().Equal(e.span.SpanContext()) {
+	if trace.SpanFromContext(c).SpanContext().Equal(cur.SpanContext()) {
 		return c
 	}
-	return trace.ContextWithSpan(c, e.span)
+	return trace.ContextWithSpan(c, cur)
 }
 
-// startStep opens a live step's span; span is nil (and ctx is c) when the claim is not traced.
+// startStep opens a live step's span; span is nil when the claim's span does not record, and ctx
+// is then c carrying the current claim's span (c itself unless a resume changed the claim).
 func (e *Execution) startStep(c *jobs.Ctx, name string) (context.Context, trace.Span) {
 	if !e.recording() {
-		return c, nil
+		return e.spanContext(c), nil
 	}
 	return e.span.TracerProvider().Tracer(tracerName).Start(e.spanContext(c), StepSpanPrefix+name,
 		trace.WithAttributes(AttrCall.String(name)))
