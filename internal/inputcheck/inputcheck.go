@@ -15,26 +15,21 @@ import (
 // carry it: net/http's router reads a lone escaped slash as the trailing one, and routes the
 // request nowhere), or not an identifier (jobs.ValidIdentifier: invalid UTF-8, a NUL, over 1,000
 // bytes). X_BAD_REQUEST.
-func RunID(id string) error {
-	if id == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "no run id given")
-	}
-	if id == "/" {
-		return jobs.Errorf(jobs.CodeBadRequest, "run id %q: a URL path cannot carry it, and no run has it", id)
-	}
-	return jobs.ValidIdentifier("run id", id)
-}
+func RunID(id string) error { return name("run id", "no run id given", id) }
 
 // ScheduleName refuses a schedule name that names no schedule: empty, "/" (which
 // scheduler.Define refuses, as RunID says why), or not an identifier. X_BAD_REQUEST.
-func ScheduleName(name string) error {
-	if name == "" {
-		return jobs.Errorf(jobs.CodeBadRequest, "no schedule named")
+func ScheduleName(n string) error { return name("schedule name", "no schedule named", n) }
+
+// name is RunID's and ScheduleName's rule for what names a run or a schedule.
+func name(what, none, v string) error {
+	switch v {
+	case "":
+		return jobs.Errorf(jobs.CodeBadRequest, "%s", none)
+	case "/":
+		return jobs.Errorf(jobs.CodeBadRequest, "%s %q: a URL path cannot carry it, and nothing has it", what, v)
 	}
-	if name == "/" {
-		return jobs.Errorf(jobs.CodeBadRequest, "schedule name %q: a URL path cannot carry it, and no schedule has it", name)
-	}
-	return jobs.ValidIdentifier("schedule name", name)
+	return jobs.ValidIdentifier(what, v)
 }
 
 // Fields checks text fields given as pairs of name and value, in order: each must be an
