@@ -188,6 +188,22 @@ func AwaitFirst(c *Ctx, fs ...Awaitable) (int, error) {
 			}
 		}
 		if best >= 0 {
+			// One look more. The runtime settles a record's futures in the order they were
+			// recorded, each record's before the next begins, so every future recorded before
+			// the best one was settled before it; but the scan above reads the futures one by
+			// one while they settle, and may have passed an earlier-recorded one (a lower
+			// index) just before it settled, then found a later one settled. Each future seen
+			// settled now that was recorded earlier was settled by the time the best was seen.
+			for i, f := range fs {
+				p := f.promise()
+				select {
+				case <-p.Done():
+					if _, seq, err := p.Outcome(); err == nil && seq < bestSeq {
+						best, bestSeq = i, seq
+					}
+				default:
+				}
+			}
 			return best, nil
 		}
 		if pending == 0 {
