@@ -299,11 +299,10 @@ func (c *Client) DumpHistory(ctx context.Context, runID string, w io.Writer) err
 	idle := &idleTimeout{d: c.timeout}
 	idle.t = time.AfterFunc(c.timeout, func() { cancel(idle) })
 	defer idle.t.Stop()
-	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, c.base+path+"?format=jsonl", nil)
+	req, err := c.request(ctx, callCtx, http.MethodGet, path, url.Values{"format": {"jsonl"}}, "", nil)
 	if err != nil {
-		return jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
+		return err
 	}
-	c.header(ctx, req.Header, "")
 	res, err := c.http.Do(req)
 	if err != nil {
 		return c.lost(ctx, idle.of(callCtx, err), path, c.timeout, jobs.CodeStoreUnavailable)
@@ -521,19 +520,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		return response{}, c.lost(ctx, err, path, timeout, lost)
 	}
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(callCtx, method, u, rd)
+	req, err := c.request(ctx, callCtx, method, path, query, contentType, body)
 	if err != nil {
-		return response{}, jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
+		return response{}, err
 	}
-	c.header(ctx, req.Header, contentType)
 	res, err := c.http.Do(req)
 	if err == nil {
 		var b []byte
@@ -544,6 +534,24 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 	}
 	return response{}, c.lost(ctx, err, path, timeout, lost)
+}
+
+// request is a plain HTTP call of path and query on callCtx, with ctx's headers (header).
+func (c *Client) request(ctx, callCtx context.Context, method, path string, query url.Values, contentType string, body []byte) (*http.Request, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(callCtx, method, u, rd)
+	if err != nil {
+		return nil, jobs.Wrap(jobs.CodeBadRequest, err, "build the request")
+	}
+	c.header(ctx, req.Header, contentType)
+	return req, nil
 }
 
 // header sets a call's headers, whichever connection carries it: its body's type, the answer's
